@@ -1,0 +1,726 @@
+"""Side-by-side RBF SVC fit benchmark: sparsekernel vs scikit-learn vs scikit-learn-intelex.
+
+All three libraries are fitted in one process on the same data with the same
+hyper-parameters: ``C`` from ``--C``, ``gamma`` = the numeric value of
+scikit-learn's ``gamma='scale'`` (computed once per training set), ``tol=1e-3``
+and ``cache_size=200``.  Each fit is repeated ``--repeats`` times, interleaving
+the libraries (A, B, C, A, B, C, ...), and the median wall-clock fit time is
+reported together with iterations, kernel evaluations, support vectors, test
+accuracy and the peak RSS growth during the fit.
+
+Thread settings (``--threads``):
+
+``all``
+    sparsekernel ``n_jobs=-1``, intelex with its default thread count,
+    scikit-learn as is (libsvm is single-threaded).
+``1``
+    everybody single-threaded: sparsekernel ``n_jobs=1``,
+    ``daal4py.daalinit(1)`` for intelex (the previous count is restored after),
+    and ``threadpoolctl.threadpool_limits(1)`` around all fits.
+
+The ``bar`` column is ``PASS`` when, on a data set with at least 10,000
+training rows, sparsekernel's median fit time is at most 0.8x the faster
+peer's, its test accuracy is within 0.1 percentage points of scikit-learn's
+and its number of support vectors is within 2% of scikit-learn's.
+
+Results are printed row by row and written as markdown to ``--out`` (rewritten
+after every data set, so a crash keeps what was done) with the raw timings
+next to it as JSON.
+
+Example (smoke test, under a minute)::
+
+    python benchmarks/bench_svc.py --quick --datasets magic,ringnorm --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _datasets  # noqa: E402  (sibling module, importable once the path is set)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOL = 1e-3
+CACHE_SIZE = 200  # MB
+QUICK_N_TRAIN = 3000
+BAR_MIN_N_TRAIN = 10_000
+BAR_SPEEDUP = 0.8  # sparsekernel time <= BAR_SPEEDUP x faster peer's time
+BAR_ACC_POINTS = 0.1  # |accuracy difference| in percentage points
+BAR_NSV_FRACTION = 0.02  # |nSV difference| relative to scikit-learn's nSV
+RSS_SAMPLE_SECONDS = 0.005
+
+
+# --------------------------------------------------------------------------
+# Libraries under test
+# --------------------------------------------------------------------------
+
+@dataclass
+class Library:
+    """One column group of the table: how to build an estimator for a setting."""
+
+    name: str  # full name, used in notes and JSON
+    short: str  # column label
+    make: Callable[[float, float, str], object]  # (C, gamma, threads) -> unfitted SVC
+    peer: bool  # a reference implementation (gets the int32-index CSR copy)
+    check_route: bool = False  # record whether sklearnex really ran oneDAL
+    show_iterations: bool = True  # n_iter_ comparable with libsvm's SMO iterations
+
+
+def _common_params(C: float, gamma: float) -> dict:
+    return dict(C=C, kernel="rbf", gamma=gamma, tol=TOL, cache_size=CACHE_SIZE)
+
+
+def discover_libraries() -> tuple[list[Library], list[str]]:
+    """Import the three SVC implementations; missing ones are skipped with a note."""
+    from sklearn.svm import SVC as SklearnSVC
+
+    libraries, notes = [], []
+    try:
+        from sparsekernel import SVC as SparseKernelSVC
+    except Exception as exc:  # the package is being written: tolerate its absence
+        notes.append(f"sparsekernel could not be imported ({exc!r}); its columns are skipped.")
+    else:
+        libraries.append(Library(
+            "sparsekernel", "sk",
+            lambda C, gamma, threads: SparseKernelSVC(
+                **_common_params(C, gamma), n_jobs=-1 if threads == "all" else 1),
+            peer=False))
+
+    libraries.append(Library(
+        "scikit-learn", "skl",
+        lambda C, gamma, threads: SklearnSVC(**_common_params(C, gamma)), peer=True))
+
+    try:
+        from sklearnex.svm import SVC as IntelexSVC
+    except Exception as exc:
+        notes.append(f"scikit-learn-intelex could not be imported ({exc!r}); "
+                     "its columns are skipped.")
+    else:
+        libraries.append(Library(
+            "scikit-learn-intelex", "ilx",
+            lambda C, gamma, threads: IntelexSVC(**_common_params(C, gamma)),
+            peer=True, check_route=True,
+            show_iterations=False))  # oneDAL's n_iter_ counts a few outer iterations
+    return libraries, notes
+
+
+# --------------------------------------------------------------------------
+# Thread control
+# --------------------------------------------------------------------------
+
+def _daal4py():
+    try:
+        import daal4py
+    except Exception:
+        return None
+    return daal4py
+
+
+@contextmanager
+def thread_setting(threads: str) -> Iterator[None]:
+    """Apply a ``--threads`` setting to BLAS/OpenMP pools and to oneDAL.
+
+    ``daal4py.daalinit(n)`` ignores ``n <= 0``, so the previous thread count
+    (``daal4py.num_threads()``) is restored explicitly afterwards.
+    """
+    if threads == "all":
+        yield
+        return
+    daal4py = _daal4py()
+    previous = daal4py.num_threads() if daal4py else None
+    with threadpool_limits(limits=1):
+        if daal4py:
+            daal4py.daalinit(1)
+        try:
+            yield
+        finally:
+            if daal4py:
+                daal4py.daalinit(previous)
+
+
+# --------------------------------------------------------------------------
+# Measurement
+# --------------------------------------------------------------------------
+
+def _proc_status_kb(*keys: str) -> dict[str, int]:
+    """Selected ``/proc/self/status`` fields (e.g. ``VmRSS``) in kB."""
+    values = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in keys:
+                values[key] = int(rest.split()[0])
+    return values
+
+
+class PeakRSS:
+    """Context manager measuring the peak RSS growth (MB) over the RSS at entry.
+
+    A background thread samples ``VmRSS`` every 5 ms.  A sampling thread needs
+    the GIL, so it misses peaks inside native code that keeps the GIL; when the
+    kernel lets us reset the high-water mark (``echo 5 > /proc/self/clear_refs``)
+    ``VmHWM`` at exit is used as well, which catches every peak.
+    """
+
+    def __enter__(self) -> PeakRSS:
+        self._hwm_reset = self._reset_high_water_mark()
+        self.baseline_kb = _proc_status_kb("VmRSS")["VmRSS"]
+        self._peak_kb = self.baseline_kb
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+        status = _proc_status_kb("VmRSS", "VmHWM")
+        self._peak_kb = max(self._peak_kb, status["VmRSS"])
+        if self._hwm_reset:
+            self._peak_kb = max(self._peak_kb, status["VmHWM"])
+
+    @property
+    def growth_mb(self) -> float:
+        return (self._peak_kb - self.baseline_kb) / 1024
+
+    def _sample(self) -> None:
+        while not self._stop.wait(RSS_SAMPLE_SECONDS):
+            self._peak_kb = max(self._peak_kb, _proc_status_kb("VmRSS")["VmRSS"])
+
+    @staticmethod
+    def _reset_high_water_mark() -> bool:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            return False
+        return True
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def sklearnex_messages() -> Iterator[list[str]]:
+    """Collect (without printing) sklearnex's INFO messages emitted in the block."""
+    logger = logging.getLogger("sklearnex")
+    saved_level, saved_handlers = logger.level, logger.handlers[:]
+    saved_propagate = logger.propagate
+    handler = _ListHandler()
+    logger.setLevel(logging.INFO)
+    logger.handlers, logger.propagate = [handler], False
+    try:
+        yield handler.messages
+    finally:
+        logger.setLevel(saved_level)  # setLevel (not .level =) also clears the level cache
+        logger.handlers, logger.propagate = saved_handlers, saved_propagate
+
+
+@dataclass
+class FitStats:
+    """Everything measured for one library in one (data set, C, threads) case."""
+
+    times: list[float] = field(default_factory=list)
+    mem_mb: list[float] = field(default_factory=list)
+    n_iter: int | None = None
+    n_kernel_evals: int | None = None
+    n_sv: int | None = None
+    accuracy: float | None = None  # percent
+    fit_time_attr: float | None = None  # the estimator's own fit_time_, if any
+    route: str | None = None  # sklearnex: "oneDAL" or the fallback message
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.times)
+
+    @property
+    def time(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def memory(self) -> float:
+        return statistics.median(self.mem_mb)
+
+
+def timed_fit(library: Library, model, X, y) -> tuple[float, float, str | None]:
+    """Fit ``model``; return (wall seconds, peak RSS growth in MB, sklearnex route)."""
+    gc.collect()
+    log = sklearnex_messages() if library.check_route else nullcontext()
+    with log as messages, PeakRSS() as rss:
+        start = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - start
+    return seconds, rss.growth_mb, None if messages is None else _route(messages)
+
+
+def _route(messages: list[str]) -> str:
+    """'oneDAL' if sklearnex ran its accelerated fit, else what it said instead."""
+    fit_messages = [m for m in messages if ".fit:" in m] or messages
+    if fit_messages and all("accelerated" in m for m in fit_messages):
+        return "oneDAL"
+    return "; ".join(fit_messages) or "unknown (no sklearnex message)"
+
+
+def _total(value) -> int | None:
+    """Sum of an int or array attribute (e.g. one ``n_iter_`` per class pair)."""
+    return None if value is None else int(np.sum(value))
+
+
+def describe_model(stats: FitStats, model, X_test, y_test) -> None:
+    """Fill the model-dependent fields of ``stats`` from a fitted estimator."""
+    stats.n_sv = len(model.support_)
+    stats.n_iter = _total(getattr(model, "n_iter_", None))
+    stats.n_kernel_evals = _total(getattr(model, "n_kernel_evals_", None))
+    fit_time = getattr(model, "fit_time_", None)
+    stats.fit_time_attr = None if fit_time is None else float(fit_time)
+    stats.accuracy = 100.0 * float(np.mean(model.predict(X_test) == y_test))
+
+
+# --------------------------------------------------------------------------
+# Data preparation
+# --------------------------------------------------------------------------
+
+@dataclass
+class Prepared:
+    """A loaded data set with the per-library views of its matrices."""
+
+    name: str
+    n_full: int  # training rows before any --quick subsampling
+    X_train: object
+    y_train: np.ndarray
+    X_test: object
+    y_test: np.ndarray
+    X_train_peer: object  # int32-index CSR copy (same object when dense)
+    X_test_peer: object
+    gamma: float
+
+    def train(self, library: Library):
+        return self.X_train_peer if library.peer else self.X_train
+
+    def test(self, library: Library):
+        return self.X_test_peer if library.peer else self.X_test
+
+    @property
+    def summary(self) -> dict:
+        X = self.X_train
+        storage = (f"CSR ({X.indices.dtype} indices; peers int32)" if sp.issparse(X)
+                   else "dense float64")
+        return dict(dataset=self.name, n_train=X.shape[0], n_full=self.n_full,
+                    n_test=self.X_test.shape[0], n_features=X.shape[1],
+                    storage=storage, gamma=self.gamma)
+
+
+def scale_gamma(X) -> float:
+    """Numeric value of scikit-learn's ``gamma='scale'``: 1 / (n_features * X.var())."""
+    if sp.issparse(X):
+        variance = X.multiply(X).mean() - X.mean() ** 2
+    else:
+        variance = X.var()
+    return float(1.0 / (X.shape[1] * variance))
+
+
+def subsample_rows(X, y, n: int, seed: int = 0):
+    """Random ``n`` rows (``RandomState(seed)``), in their original order.
+
+    A CSR matrix keeps its index dtype (scipy's row indexing would downcast it).
+    """
+    if X.shape[0] <= n:
+        return X, y
+    rows = np.sort(np.random.RandomState(seed).choice(X.shape[0], n, replace=False))
+    subset = X[rows]
+    if sp.issparse(X):
+        subset = _datasets.with_index_dtype(subset, X.indices.dtype)
+    return subset, y[rows]
+
+
+def prepare(name: str, quick: bool) -> Prepared | None:
+    """Load data set ``name`` and build the views every library needs."""
+    split = _datasets.load(name)
+    if split is None:
+        return None
+    X_train, y_train, X_test, y_test = split
+    n_full = X_train.shape[0]
+    if quick:
+        X_train, y_train = subsample_rows(X_train, y_train, QUICK_N_TRAIN)
+    return Prepared(
+        name=name, n_full=n_full,
+        X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test,
+        X_train_peer=_datasets.as_int32_indices(X_train),
+        X_test_peer=_datasets.as_int32_indices(X_test),
+        gamma=scale_gamma(X_train))
+
+
+# --------------------------------------------------------------------------
+# One benchmark case
+# --------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    dataset: str
+    n_full: int
+    C: float
+    threads: str
+    stats: dict[str, FitStats]  # keyed by Library.name
+
+
+def run_case(libraries: list[Library], data: Prepared, C: float, threads: str,
+             repeats: int) -> Case:
+    """Fit every library ``repeats`` times (interleaved) and evaluate the last fits."""
+    stats = {lib.name: FitStats() for lib in libraries}
+    models: dict[str, object] = {}
+    with thread_setting(threads):
+        for _ in range(repeats):
+            for lib in libraries:
+                entry = stats[lib.name]
+                if entry.error:
+                    continue
+                models.pop(lib.name, None)  # free the previous fit first
+                model = lib.make(C, data.gamma, threads)
+                try:
+                    seconds, mem_mb, route = timed_fit(lib, model, data.train(lib), data.y_train)
+                except Exception as exc:
+                    entry.error = f"fit failed: {exc!r}"
+                    continue
+                entry.times.append(seconds)
+                entry.mem_mb.append(mem_mb)
+                entry.route = route or entry.route
+                models[lib.name] = model
+    for lib in libraries:  # prediction is not timed: run it with all threads
+        if lib.name in models:
+            try:
+                describe_model(stats[lib.name], models[lib.name], data.test(lib), data.y_test)
+            except Exception as exc:
+                stats[lib.name].error = f"evaluation failed: {exc!r}"
+    return Case(data.name, data.n_full, C, threads, stats)
+
+
+def bar_verdict(case: Case) -> str:
+    """PASS/FAIL against the performance bar, '-' for small sets, 'n/a' if not measurable."""
+    if case.n_full < BAR_MIN_N_TRAIN:
+        return "-"
+    sk, skl = case.stats.get("sparsekernel"), case.stats.get("scikit-learn")
+    peers = [s.time for name, s in case.stats.items() if name != "sparsekernel" and s.ok]
+    if not (sk and sk.ok and skl and skl.ok and peers):
+        return "n/a"
+    failed = []
+    if sk.time > BAR_SPEEDUP * min(peers):
+        failed.append("time")
+    if abs(sk.accuracy - skl.accuracy) > BAR_ACC_POINTS:
+        failed.append("acc")
+    if abs(sk.n_sv - skl.n_sv) > BAR_NSV_FRACTION * skl.n_sv:
+        failed.append("nSV")
+    return "PASS" if not failed else f"FAIL ({','.join(failed)})"
+
+
+# --------------------------------------------------------------------------
+# Table formatting
+# --------------------------------------------------------------------------
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _ratio(case: Case, numerator: str, denominators: list[str]) -> str:
+    """sparsekernel time / fastest of ``denominators`` (only successful fits count)."""
+    num = case.stats.get(numerator)
+    dens = [case.stats[d].time for d in denominators if d in case.stats and case.stats[d].ok]
+    if not (num and num.ok and dens):
+        return "-"
+    return f"{num.time / min(dens):.2f}"
+
+
+Column = tuple[str, Callable[[Case], str]]
+
+
+def table_columns(libraries: list[Library]) -> list[Column]:
+    """The result table's columns for the libraries that imported."""
+
+    def per_library(header: str, getter: Callable[[FitStats], str],
+                    only: Callable[[Library], bool] = lambda lib: True) -> list[Column]:
+        def cell(name: str) -> Callable[[Case], str]:
+            def render(case: Case) -> str:
+                s = case.stats[name]
+                if s.error:
+                    return "err"
+                return getter(s) if s.times else "-"
+            return render
+        return [(f"{header} {lib.short}", cell(lib.name)) for lib in libraries if only(lib)]
+
+    names = {lib.name for lib in libraries}
+    peer_names = [lib.name for lib in libraries if lib.peer]
+    columns: list[Column] = [
+        ("data", lambda c: c.dataset),
+        ("C", lambda c: f"{c.C:g}"),
+        ("thr", lambda c: c.threads),
+    ]
+    columns += per_library("t(s)", lambda s: f"{s.time:.3f}")
+    if "sparsekernel" in names:
+        for peer in libraries:
+            if peer.peer:
+                columns.append((f"sk/{peer.short}",
+                                lambda c, p=peer.name: _ratio(c, "sparsekernel", [p])))
+        columns.append(("sk/best", lambda c: _ratio(c, "sparsekernel", peer_names)))
+    columns += per_library("iter", lambda s: _fmt(s.n_iter, "d"),
+                           only=lambda lib: lib.show_iterations)
+    columns += per_library("kev(M)", lambda s: "-" if s.n_kernel_evals is None
+                           else f"{s.n_kernel_evals / 1e6:.2f}",
+                           only=lambda lib: lib.name == "sparsekernel")
+    columns += per_library("nSV", lambda s: _fmt(s.n_sv, "d"))
+    columns += per_library("acc%", lambda s: _fmt(s.accuracy, ".2f"))
+    columns += per_library("mem(MB)", lambda s: f"{s.memory:.1f}")
+    columns.append(("bar", bar_verdict))
+    return columns
+
+
+def markdown_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_lines(columns: list[Column], cases: list[Case]) -> list[str]:
+    lines = [markdown_row([h for h, _ in columns]), markdown_row(["---"] * len(columns))]
+    lines += [markdown_row([render(case) for _, render in columns]) for case in cases]
+    return lines
+
+
+# --------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------
+
+def _package_version(name: str) -> str:
+    """Installed version of distribution ``name`` (or of an importable module ``name``)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:  # e.g. sparsekernel used from a build tree / PYTHONPATH
+        return str(getattr(importlib.import_module(name), "__version__", "unknown"))
+    except Exception:
+        return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no commit yet?)"
+    return rev + (" (with uncommitted changes)" if dirty else "")
+
+
+def environment() -> dict[str, str]:
+    """Machine, software and invocation details for the report header."""
+    daal4py = _daal4py()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "nproc": f"{len(os.sched_getaffinity(0))} (os.cpu_count()={os.cpu_count()})",
+        "cpu": _cpu_model(),
+        "oneDAL threads (default)": str(daal4py.num_threads()) if daal4py else "n/a",
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": ", ".join(
+            f"{pkg} {_package_version(pkg)}"
+            for pkg in ("sparsekernel", "scikit-learn", "scikit-learn-intelex", "daal",
+                        "numpy", "scipy", "threadpoolctl")),
+        "repo revision": _git_revision(),
+    }
+
+
+LEGEND = f"""\
+Columns: sk = sparsekernel.SVC, skl = sklearn.svm.SVC, ilx = sklearnex.svm.SVC.
+t(s) = median wall-clock fit time; sk/skl, sk/ilx, sk/best = ratio of median fit times
+(best = faster peer); iter = sum of n_iter_ (not shown for ilx, whose oneDAL count is not
+comparable); kev(M) = n_kernel_evals_ in millions;
+nSV = len(support_); acc% = test accuracy; mem(MB) = median peak RSS growth above the
+pre-fit RSS; err = the fit or evaluation raised (see notes).
+bar = PASS if sk time <= {BAR_SPEEDUP} x best peer, |acc - skl acc| <= {BAR_ACC_POINTS} points
+and |nSV - skl nSV| <= {BAR_NSV_FRACTION:.0%} of skl nSV; evaluated only for data sets with
+>= {BAR_MIN_N_TRAIN:,} training rows ('-' otherwise).
+Settings: kernel=rbf, gamma = numeric value of gamma='scale' computed once per training
+set (1 / (n_features * X.var())), tol={TOL}, cache_size={CACHE_SIZE}. Fits are interleaved
+across libraries. Threads 'all': sk n_jobs=-1, ilx default oneDAL threads, skl single-threaded;
+threads '1': sk n_jobs=1, daal4py.daalinit(1), threadpoolctl.threadpool_limits(1).
+sparsekernel gets the CSR matrices as loaded (int64 indices); the peers get int32-index
+copies. a9a and w8a are sparse (CSR), the other sets dense."""
+
+
+@dataclass
+class Report:
+    """Accumulates results and (re)writes the markdown and JSON files."""
+
+    path: Path
+    env: dict[str, str]
+    settings: dict
+    columns: list[Column]
+    notes: list[str]
+    datasets: list[dict] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)
+
+    def markdown(self, complete: bool) -> str:
+        lines = ["# SVC fit benchmark", ""]
+        if self.settings["quick"]:
+            lines += [f"**QUICK smoke test: training sets subsampled to {QUICK_N_TRAIN} rows; "
+                      "timings and the bar column are not meaningful.**", ""]
+        if not complete:
+            lines += ["**Partial results: the run has not finished (or crashed).**", ""]
+        lines += [f"- {key}: `{value}`" if key == "command" else f"- {key}: {value}"
+                  for key, value in self.env.items()]
+        lines += [f"- repeats: {self.settings['repeats']} (median reported)", "", LEGEND, ""]
+        lines += ["## Data sets", "",
+                  markdown_row(["data", "n_train", "n_test", "d", "storage", "gamma"]),
+                  markdown_row(["---"] * 6)]
+        lines += [markdown_row([d["dataset"], str(d["n_train"]), str(d["n_test"]),
+                                str(d["n_features"]), d["storage"], f"{d['gamma']:.6g}"])
+                  for d in self.datasets]
+        lines += ["", "## Results", "", *table_lines(self.columns, self.cases), ""]
+        if self.notes:
+            lines += ["## Notes", "", *[f"- {note}" for note in self.notes], ""]
+        return "\n".join(lines)
+
+    def write(self, complete: bool = False) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(self.markdown(complete))
+        raw = dict(environment=self.env, settings=self.settings, notes=self.notes,
+                   complete=complete, datasets=self.datasets,
+                   cases=[asdict(case) for case in self.cases])
+        self.path.with_suffix(".json").write_text(json.dumps(raw, indent=1))
+
+
+def case_notes(case: Case) -> list[str]:
+    """Notes on errors and sklearnex fallbacks in one case."""
+    where = f"{case.dataset} C={case.C:g} threads={case.threads}"
+    notes = [f"{where}: {name}: {s.error}" for name, s in case.stats.items() if s.error]
+    notes += [f"{where}: {name} did not run on oneDAL: {s.route}"
+              for name, s in case.stats.items() if s.route not in (None, "oneDAL")]
+    return notes
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+def _csv_list(kind: Callable[[str], object], allowed: list[str] | None = None):
+    def parse(text: str) -> list:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if allowed is not None:
+            unknown = sorted(set(items) - set(allowed))
+            if unknown:
+                raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {allowed}")
+        return [kind(item) for item in items]
+    return parse
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Benchmark sparsekernel.SVC against sklearn and sklearnex SVC.")
+    parser.add_argument("--datasets", type=_csv_list(str, _datasets.ALL),
+                        default=_datasets.ALL,
+                        help=f"comma-separated data sets (default: {','.join(_datasets.ALL)})")
+    parser.add_argument("--C", type=_csv_list(float), default=[1.0, 10.0],
+                        help="comma-separated C values (default: 1,10)")
+    parser.add_argument("--threads", type=_csv_list(str, ["all", "1"]), default=["all", "1"],
+                        help="comma-separated thread settings among all,1 (default: all,1)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="fits per library and setting; the median is reported (default: 3)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="markdown output (default: benchmarks/results/svc.md, "
+                             "or svc_quick.md with --quick); raw data goes next to it as .json")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"subsample every training set to {QUICK_N_TRAIN} rows (smoke test)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="data directory (default: $SPARSEKERNEL_DATA or /work/shared/data)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    if args.out is None:
+        name = "svc_quick.md" if args.quick else "svc.md"
+        args.out = REPO_ROOT / "benchmarks" / "results" / name
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.data_dir is not None:
+        _datasets.set_data_dir(args.data_dir)
+
+    libraries, notes = discover_libraries()
+    if _daal4py() is None and any(lib.short == "ilx" for lib in libraries):
+        notes.append("daal4py could not be imported: intelex is not limited to 1 thread "
+                     "in the '1' setting.")
+    columns = table_columns(libraries)
+    report = Report(path=args.out, env=environment(),
+                    settings=dict(datasets=args.datasets, C=args.C, threads=args.threads,
+                                  repeats=args.repeats, quick=args.quick),
+                    columns=columns, notes=notes)
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    print("\n".join(table_lines(columns, [])), flush=True)
+
+    for name in args.datasets:
+        data = prepare(name, args.quick)
+        if data is None:
+            report.notes.append(f"{name}: data files missing or unreadable, skipped.")
+            print(f"note: {report.notes[-1]}", flush=True)
+            continue
+        report.datasets.append(data.summary)
+        for C in args.C:
+            for threads in args.threads:
+                case = run_case(libraries, data, C, threads, args.repeats)
+                report.cases.append(case)
+                print(markdown_row([render(case) for _, render in columns]), flush=True)
+                for note in case_notes(case):
+                    report.notes.append(note)
+                    print(f"note: {note}", flush=True)
+        report.write(complete=False)
+        del data
+        gc.collect()
+
+    report.write(complete=True)
+    print(f"\nwrote {report.path} and {report.path.with_suffix('.json')}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

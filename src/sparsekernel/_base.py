@@ -1,0 +1,141 @@
+"""Shared machinery of the estimators: input validation, kernel parameters, conversion of X to the
+C++ core's matrix view, per-sample bounds, threads, and the chunked kernel evaluation used by
+prediction."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import _check_sample_weight
+
+from . import _core
+
+KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "laplacian": 4, "precomputed": 5}
+
+# rows of test points per kernel block during prediction (bounds the memory of K(X, SV))
+_PREDICT_CHUNK_ENTRIES = 1 << 22
+
+
+def n_threads(n_jobs):
+    """Number of threads for ``n_jobs`` (None means all cores, negative counts from the end)."""
+    ncpu = os.cpu_count() or 1
+    if n_jobs is None:
+        return ncpu
+    if not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
+    return max(1, ncpu + 1 + n_jobs) if n_jobs < 0 else int(n_jobs)
+
+
+def check_kernel_params(kernel, gamma, coef0, degree):
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    if isinstance(gamma, str):
+        if gamma not in ("scale", "auto"):
+            raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
+    elif not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
+    if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be a finite float, got {coef0!r}")
+    if not isinstance(degree, numbers.Integral) or isinstance(degree, bool) or degree < 0:
+        raise ValueError(f"degree must be a non-negative integer, got {degree!r}")
+
+
+def check_positive(name, value, *, allow_zero=False):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    ok = ok and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+
+
+def resolve_gamma(gamma, X):
+    """scikit-learn's meaning of gamma: 'scale' = 1 / (n_features * X.var()), 'auto' = 1 / n_features."""
+    n_features = X.shape[1]
+    if gamma == "scale":
+        if sp.issparse(X):
+            mean = X.mean()
+            var = X.multiply(X).mean() - mean**2
+        else:
+            var = X.var()
+        return 1.0 / (n_features * var) if var != 0 else 1.0
+    if gamma == "auto":
+        return 1.0 / n_features
+    return float(gamma)
+
+
+def core_matrix(X):
+    """View of dense or CSR X for the C++ core (float64, C order, int32 column indices).
+
+    CSR input may carry int64 indices (scikit-learn's load_svmlight_file returns them); they are
+    narrowed here.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
+        if X.shape[1] >= 2**31:
+            raise ValueError("sparse X with 2**31 or more features is not supported")
+        indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(X.indices, dtype=np.int32)
+        data = np.ascontiguousarray(X.data, dtype=np.float64)
+        return _core.Matrix.csr(indptr, indices, data, int(X.shape[1]))
+    return _core.Matrix.dense(np.ascontiguousarray(X, dtype=np.float64))
+
+
+def per_sample_bounds(C, classes, y_enc, class_weight, sample_weight, X):
+    """Upper bounds C_i = C * class_weight[y_i] * sample_weight_i (LIBSVM's weighted C)."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if np.any(sw < 0):
+        raise ValueError("sample_weight must be non-negative")
+    cw = compute_class_weight(class_weight, classes=classes, y=classes[y_enc])
+    Ci = C * cw[y_enc] * sw
+    return Ci
+
+
+class KernelEvaluator:
+    """K(X, B) for the fitted kernel, evaluated in row chunks by the C++ core."""
+
+    def __init__(self, kernel, gamma, coef0, degree, n_jobs):
+        self.kernel = kernel
+        self.code = KERNELS[kernel]
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.n_jobs = n_jobs
+
+    def __call__(self, X, B_core):
+        return _core.kernel_matrix(core_matrix(X), B_core, self.code, self.gamma, self.coef0, self.degree,
+                                   self.n_jobs)
+
+    def chunks(self, X, B_core, n_b):
+        """Yield (slice, K(X[slice], B)) over row chunks of X."""
+        step = max(1, _PREDICT_CHUNK_ENTRIES // max(1, n_b))
+        for start in range(0, X.shape[0], step):
+            sl = slice(start, min(X.shape[0], start + step))
+            yield sl, self(X[sl], B_core)
+
+
+def run_parallel(fn, tasks, n_workers):
+    """Run fn(task) for every task, in threads when n_workers > 1 (the C++ solves release the GIL).
+
+    On Ctrl-C in the main thread every running solve is cancelled through its token.
+    """
+    tokens = [_core.CancelToken() for _ in tasks]
+    if n_workers <= 1 or len(tasks) <= 1:
+        return [fn(t, tok) for t, tok in zip(tasks, tokens)]
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        futures = [pool.submit(fn, t, tok) for t, tok in zip(tasks, tokens)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for tok in tokens:
+                tok.cancel()
+            for f in futures:
+                f.cancel()
+            raise

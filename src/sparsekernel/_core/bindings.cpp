@@ -1,0 +1,202 @@
+// Python bindings (nanobind). Validation happens in Python; these functions trust their inputs'
+// dtypes and shapes, which the Python layer guarantees (see _base.py).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <Python.h>
+#include <omp.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+
+#include "kernels.hpp"
+#include "matrix.hpp"
+#include "smo/qmatrix.hpp"
+#include "smo/solver.hpp"
+#include "smo/terms.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using DArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using DMatrix = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using I64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I32Array = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Set from Python (any thread) to stop the solves that were given this token.
+struct CancelToken {
+    std::atomic<bool> flag{false};
+};
+
+// A Matrix that keeps its numpy arrays alive.
+struct PyMatrix {
+    sk::Matrix m;
+    nb::object keep_alive[3];
+};
+
+PyMatrix* make_dense(DMatrix X) {
+    auto* pm = new PyMatrix();
+    pm->m.n = int64_t(X.shape(0));
+    pm->m.d = int64_t(X.shape(1));
+    pm->m.dense = X.data();
+    pm->keep_alive[0] = nb::cast(X);
+    pm->m.compute_norms();
+    return pm;
+}
+
+PyMatrix* make_csr(I64Array indptr, I32Array indices, DArray values, int64_t n_cols) {
+    auto* pm = new PyMatrix();
+    pm->m.sparse = true;
+    pm->m.n = int64_t(indptr.shape(0)) - 1;
+    pm->m.d = n_cols;
+    pm->m.indptr = indptr.data();
+    pm->m.indices = indices.data();
+    pm->m.values = values.data();
+    pm->keep_alive[0] = nb::cast(indptr);
+    pm->keep_alive[1] = nb::cast(indices);
+    pm->keep_alive[2] = nb::cast(values);
+    pm->m.compute_norms();
+    return pm;
+}
+
+sk::KernelParams make_params(int kernel, double gamma, double coef0, int degree) {
+    if (kernel < 0 || kernel > 5) throw std::invalid_argument("unknown kernel code");
+    sk::KernelParams p;
+    p.type = static_cast<sk::KernelType>(kernel);
+    p.gamma = gamma;
+    p.coef0 = coef0;
+    p.degree = degree;
+    return p;
+}
+
+int resolve_threads(int n_jobs) {
+    int hw = omp_get_num_procs();
+    if (n_jobs <= 0) return std::max(1, hw + 1 + n_jobs);  // -1 = all, -2 = all but one
+    return n_jobs;
+}
+
+// K(A[rows], B) as a dense float64 matrix (prediction, tests).
+nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, const PyMatrix& B, int kernel,
+                                                           double gamma, double coef0, int degree, int n_jobs) {
+    sk::Kernel K(A.m, B.m, make_params(kernel, gamma, coef0, degree));
+    const int64_t na = A.m.n, nbr = B.m.n;
+    auto* out = new double[std::max<int64_t>(1, na * nbr)];
+    nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+    {
+        nb::gil_scoped_release release;
+        const int nthreads = resolve_threads(n_jobs);
+        constexpr int64_t kRows = 256;
+        std::vector<int32_t> rows(kRows);
+        std::vector<double*> outs(kRows);
+        for (int64_t r0 = 0; r0 < na; r0 += kRows) {
+            const int64_t q = std::min(kRows, na - r0);
+            for (int64_t r = 0; r < q; ++r) {
+                rows[r] = int32_t(r0 + r);
+                outs[r] = out + (r0 + r) * nbr;
+            }
+            K.block<double>(rows.data(), q, nullptr, nbr, outs.data(), nthreads);
+        }
+    }
+    return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(na), size_t(nbr)}, owner);
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
+    auto* out = new T[std::max<size_t>(1, v.size())];
+    std::copy(v.begin(), v.end(), out);
+    nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    return nb::ndarray<nb::numpy, T, nb::ndim<1>>(out, {v.size()}, owner);
+}
+
+// Solve the generic dual with the linear separable term psi_i(a) = p_i a (C-SVC: p = -1).
+nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, DArray y,
+                           DArray p, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter,
+                           bool shrinking, bool second_order, bool batched, int64_t q, double cache_mb,
+                           int n_jobs, CancelToken* cancel) {
+    const int64_t l = int64_t(y.shape(0));
+    if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != l)
+        throw std::invalid_argument("solve: inconsistent lengths");
+    std::vector<double> alpha0(l, 0.0);
+    if (!a0.is_none()) {
+        DArray a = nb::cast<DArray>(a0);
+        if (int64_t(a.shape(0)) != l) throw std::invalid_argument("solve: a0 has the wrong length");
+        std::copy(a.data(), a.data() + l, alpha0.begin());
+    }
+    sk::SolverOptions opt;
+    opt.tol = tol;
+    opt.max_iter = max_iter;
+    opt.shrinking = shrinking;
+    opt.second_order = second_order;
+    opt.batched = batched;
+    opt.q = q;
+    opt.nthreads = resolve_threads(n_jobs);
+    bool interrupted = false;
+    opt.interrupted = [&interrupted, cancel]() {
+        if (cancel && cancel->flag.load()) interrupted = true;
+        if (interrupted) return true;
+        nb::gil_scoped_acquire acquire;  // Ctrl-C: only the main thread sees signals
+        if (PyErr_CheckSignals() != 0) {
+            PyErr_Clear();
+            interrupted = true;
+        }
+        return interrupted;
+    };
+    sk::SolverResult res;
+    int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
+    {
+        nb::gil_scoped_release release;
+        sk::Kernel K(X.m, X.m, make_params(kernel, gamma, coef0, degree));
+        sk::KernelQ Q(K, y.data(), l, std::size_t(cache_mb * 1024.0 * 1024.0), opt.nthreads);
+        sk::Solver<sk::KernelQ, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), lo.data(),
+                                                       hi.data(), alpha0.data(), opt);
+        res = solver.solve();
+        kernel_evals = Q.kernel_evals;
+        hits = Q.cache().hits;
+        misses = Q.cache().misses;
+        peak = int64_t(Q.cache().peak_bytes());
+    }
+    if (interrupted) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        throw nb::python_error();
+    }
+    nb::dict d;
+    d["alpha"] = to_numpy(res.alpha);
+    d["grad"] = to_numpy(res.grad);
+    d["rho"] = res.rho;
+    d["obj"] = res.obj;
+    d["gap"] = res.gap;
+    d["n_iter"] = res.iter;
+    d["n_outer_iter"] = res.outer_iter;
+    d["q"] = res.q;
+    d["status"] = res.status;
+    d["kernel_evals"] = kernel_evals;
+    d["cache_hits"] = hits;
+    d["cache_misses"] = misses;
+    d["cache_peak_bytes"] = peak;
+    return d;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+    m.doc() = "sparsekernel C++ core: kernels, row cache, SMO engine";
+    nb::class_<PyMatrix>(m, "Matrix")
+        .def_static("dense", &make_dense, "X"_a, nb::rv_policy::take_ownership)
+        .def_static("csr", &make_csr, "indptr"_a, "indices"_a, "values"_a, "n_cols"_a, nb::rv_policy::take_ownership)
+        .def_prop_ro("shape", [](const PyMatrix& pm) { return nb::make_tuple(pm.m.n, pm.m.d); })
+        .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
+    m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
+          "n_jobs"_a = -1);
+    m.def("solve_linear_term", &solve_linear_term, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a,
+          "p"_a, "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a,
+          "batched"_a, "q"_a, "cache_mb"_a, "n_jobs"_a, "cancel"_a.none() = nb::none());
+    nb::class_<CancelToken>(m, "CancelToken")
+        .def(nb::init<>())
+        .def("cancel", [](CancelToken& t) { t.flag.store(true); })
+        .def_prop_ro("cancelled", [](const CancelToken& t) { return t.flag.load(); });
+    m.def("num_procs", []() { return omp_get_num_procs(); });
+}

@@ -1,0 +1,92 @@
+#include "cache.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace sk {
+
+RowCache::RowCache(int64_t n_rows, std::size_t budget_bytes)
+    : entries_(n_rows), budget_(budget_bytes / sizeof(float)) {}
+
+void RowCache::unlink(int64_t i) {
+    Entry& e = entries_[i];
+    if (e.prev >= 0) entries_[e.prev].next = e.next; else if (head_ == i) head_ = e.next;
+    if (e.next >= 0) entries_[e.next].prev = e.prev; else if (tail_ == i) tail_ = e.prev;
+    e.prev = e.next = -1;
+}
+
+void RowCache::push_back(int64_t i) {
+    Entry& e = entries_[i];
+    e.prev = tail_;
+    e.next = -1;
+    if (tail_ >= 0) entries_[tail_].next = i;
+    tail_ = i;
+    if (head_ < 0) head_ = i;
+}
+
+void RowCache::evict(int64_t i) {
+    Entry& e = entries_[i];
+    unlink(i);
+    used_ -= std::size_t(e.len);
+    e.data.reset();
+    e.len = 0;
+}
+
+float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
+    Entry& e = entries_[i];
+    if (e.len >= len && e.data) {
+        ++hits;
+        unlink(i);
+        push_back(i);
+        *valid = len;
+        return e.data.get();
+    }
+    ++misses;
+    if (std::size_t(len) > budget_) {
+        *valid = 0;
+        return nullptr;
+    }
+    // grow (or create) the row: keep its valid head, make room by evicting least recently used rows
+    const int64_t old_len = e.len;
+    std::unique_ptr<float[]> old = std::move(e.data);
+    if (old_len > 0) unlink(i);
+    used_ -= std::size_t(old_len);
+    while (used_ + std::size_t(len) > budget_ && head_ >= 0) evict(head_);
+    e.data.reset(new float[len]);
+    if (old_len > 0) std::memcpy(e.data.get(), old.get(), sizeof(float) * old_len);
+    e.len = len;
+    used_ += std::size_t(len);
+    peak_ = std::max(peak_, used_);
+    push_back(i);
+    *valid = old_len;
+    return e.data.get();
+}
+
+void RowCache::swap_index(int64_t i, int64_t j) {
+    if (i == j) return;
+    if (i > j) std::swap(i, j);
+    // swap the two entries, keeping the LRU list consistent
+    const bool in_i = entries_[i].len > 0, in_j = entries_[j].len > 0;
+    if (in_i) unlink(i);
+    if (in_j) unlink(j);
+    std::swap(entries_[i].data, entries_[j].data);
+    std::swap(entries_[i].len, entries_[j].len);
+    if (in_j) push_back(i);
+    if (in_i) push_back(j);
+    // swap positions i and j inside every cached row; a row that covers i but not j loses its tail
+    for (int64_t h = head_; h >= 0;) {
+        const int64_t next = entries_[h].next;
+        Entry& e = entries_[h];
+        if (e.len > i) {
+            if (e.len > j) {
+                std::swap(e.data[i], e.data[j]);
+            } else {
+                evict(h);
+            }
+        }
+        h = next;
+    }
+}
+
+}  // namespace sk

@@ -1,0 +1,61 @@
+// Kernel functions K(a_i, b_j) between the rows of two matrices (dense or CSR), one row or a block
+// of rows at a time, OpenMP-parallel over the columns.
+//
+// Every kernel is a transform of one "measure" of the pair of points:
+//   dot products   x'z           linear, poly, sigmoid
+//   squared dist.  ||x - z||^2   rbf     (from dot products and cached squared norms for CSR)
+//   L1 distance    ||x - z||_1   laplacian
+// so one loop computes the measures and one vectorised pass applies the transform.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "matrix.hpp"
+
+namespace sk {
+
+enum class KernelType : int { linear = 0, poly = 1, rbf = 2, sigmoid = 3, laplacian = 4, precomputed = 5 };
+
+struct KernelParams {
+    KernelType type = KernelType::rbf;
+    double gamma = 1.0;
+    double coef0 = 0.0;
+    int degree = 3;
+};
+
+class Kernel {
+public:
+    // K(a_i, b_j) for rows a_i of A and b_j of B (A and B may be the same matrix). For
+    // 'precomputed', A holds the kernel values themselves (A[i, j] = K(a_i, b_j)) and B is unused
+    // except for its row count.
+    Kernel(const Matrix& A, const Matrix& B, KernelParams params);
+
+    double value(int64_t i, int64_t j) const;
+
+    // out[t - begin] = K(a_i, b_{cols[t]}) for t in [begin, end); cols == nullptr means cols[t] = t.
+    void row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out, int nthreads) const;
+
+    // out[r][t] = K(a_{rows[r]}, b_{cols[t]}) for r < q, t < m: the q rows as one product of a
+    // densified block of A against B (sparse rows of B against the dense block for CSR input).
+    template <class T>
+    void block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, T* const* out,
+               int nthreads) const;
+
+    const KernelParams& params() const { return p_; }
+
+private:
+    enum class Measure { dot, sqdist, l1 };
+    // raw measure of a_i (given densely as arow) against b_j
+    double measure(const double* arow, int64_t i, int64_t j) const;
+    void transform(double* v, int64_t n) const;  // measure -> kernel value, in place
+    const double* dense_row_of_a(int64_t i, std::vector<double>& scratch) const;
+
+    const Matrix& A_;
+    const Matrix& B_;
+    KernelParams p_;
+    Measure measure_;
+};
+
+int threads_for(double work, int nthreads);
+
+}  // namespace sk

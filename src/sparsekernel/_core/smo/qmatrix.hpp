@@ -1,0 +1,119 @@
+// Q-providers for the SMO engine, kept apart from the solver (as in LIBSVM):
+//   KernelQ   Q_ij = y_i y_j K(x_i, x_j) computed by the kernel module, rows cached (RowCache),
+//             addressed by active position (perm maps an active position to the original index);
+//   DenseQ    a small dense q x q matrix already in memory: the sub-problem of the batched route.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../cache.hpp"
+#include "../kernels.hpp"
+
+namespace sk {
+
+class KernelQ {
+public:
+    KernelQ(const Kernel& kernel, const double* y, int64_t l, std::size_t cache_bytes, int nthreads)
+        // the pair step needs two rows at once: a budget below two rows caches nothing
+        : kernel_(kernel), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0), y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads) {
+        for (int64_t i = 0; i < l; ++i) {
+            perm_[i] = int32_t(i);
+            QD_[i] = kernel_.value(i, i);
+        }
+        kernel_evals += l;
+        scratch_[0].resize(l);
+        scratch_[1].resize(l);
+    }
+
+    int64_t size() const { return int64_t(perm_.size()); }
+    double QD(int64_t i) const { return QD_[i]; }
+
+    // Row i of Q over active positions [0, len).
+    const float* get_Q(int64_t i, int64_t len) {
+        int64_t valid = 0;
+        float* row = cache_.get(i, len, &valid);
+        if (row == nullptr) {  // the budget cannot hold one row: compute into a scratch row
+            row = scratch_[next_scratch_].data();
+            next_scratch_ ^= 1;
+            valid = 0;
+        }
+        if (valid < len) fill_row(i, valid, len, row);
+        return row;
+    }
+
+    // Rows for the active positions idx[0..q) over [0, len), as one block for the missing rows.
+    // The pointers stay valid until the next call (the cache holds >= q rows; see solver).
+    void get_Q_block(const int64_t* idx, int64_t q, int64_t len, const float** rows) {
+        std::vector<int32_t> miss_orig;
+        std::vector<int64_t> miss_pos;
+        std::vector<float*> miss_out;
+        for (int64_t r = 0; r < q; ++r) {
+            int64_t valid = 0;
+            float* row = cache_.get(idx[r], len, &valid);
+            rows[r] = row;
+            if (valid < len) {
+                miss_orig.push_back(perm_[idx[r]]);
+                miss_pos.push_back(idx[r]);
+                miss_out.push_back(row);
+            }
+        }
+        if (miss_orig.empty()) return;
+        kernel_.block<float>(miss_orig.data(), int64_t(miss_orig.size()), perm_.data(), len, miss_out.data(),
+                             nthreads_);
+        kernel_evals += int64_t(miss_orig.size()) * len;
+        for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
+    }
+
+    void swap_index(int64_t i, int64_t j) {
+        cache_.swap_index(i, j);
+        std::swap(y_[i], y_[j]);
+        std::swap(perm_[i], perm_[j]);
+        std::swap(QD_[i], QD_[j]);
+    }
+
+    int64_t capacity_rows(int64_t len) const { return cache_.capacity_rows(len); }
+    const RowCache& cache() const { return cache_; }
+    int64_t kernel_evals = 0;
+
+private:
+    void fill_row(int64_t i, int64_t begin, int64_t end, float* row) {
+        kernel_.row(perm_[i], perm_.data(), begin, end, row + begin, nthreads_);
+        kernel_evals += end - begin;
+        apply_labels(i, begin, end, row + begin);
+    }
+    void apply_labels(int64_t i, int64_t begin, int64_t end, float* out) {
+        const float yi = float(y_[i]);
+        for (int64_t t = begin; t < end; ++t) out[t - begin] *= yi * float(y_[t]);
+    }
+
+    const Kernel& kernel_;
+    RowCache cache_;
+    std::vector<double> y_;
+    std::vector<int32_t> perm_;
+    std::vector<double> QD_;
+    std::vector<float> scratch_[2];
+    int next_scratch_ = 0;
+    int nthreads_;
+};
+
+class DenseQ {
+public:
+    // Q is q x q row-major (float), already multiplied by the labels.
+    DenseQ(const float* Q, int64_t q) : Q_(Q), q_(q), QD_(q) {
+        for (int64_t i = 0; i < q; ++i) QD_[i] = Q_[i * q + i];
+    }
+    int64_t size() const { return q_; }
+    double QD(int64_t i) const { return QD_[i]; }
+    const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
+    void swap_index(int64_t, int64_t) {}  // the sub-problem never shrinks
+    int64_t kernel_evals = 0;
+
+private:
+    const float* Q_;
+    int64_t q_;
+    std::vector<double> QD_;
+};
+
+}  // namespace sk

@@ -1,0 +1,527 @@
+// The SMO engine for the generic dual of DESIGN.md:
+//
+//     min_a  f(a) = 1/2 a'Qa + sum_i psi_i(a_i)   s.t.  y'a = 0,  lo_i <= a_i <= hi_i,
+//
+// with G = Qa + psi'(a) and F_i = -y_i G_i. The KKT conditions read  m(a) <= M(a)  with
+//     m = max_{i in I_up} F_i,   M = min_{j in I_low} F_j,
+//     I_up  = {y_i = +1, a_i < hi_i} u {y_i = -1, a_i > lo_i}   (a_i can move along +y_i),
+//     I_low = {y_i = +1, a_i > lo_i} u {y_i = -1, a_i < hi_i}   (a_i can move along -y_i),
+// and `tol` bounds the KKT gap m - M (LIBSVM's stopping rule).
+//
+// One loop, two routes:
+//   solve_pairs    LIBSVM's decomposition: a violating pair per iteration (first order = maximal
+//                  violating pair, second order = Fan, Chen & Lin 2005), a closed-form (or term-
+//                  specific) pair step, O(N) gradient update, shrinking with a final unshrink check;
+//   solve_batched  two-level decomposition (Joachims / ThunderSVM): q violating variables, their q
+//                  rows of Q as one kernel block, the q-variable sub-problem solved by this same
+//                  class on a DenseQ (solve_pairs again), then the gradient of all N variables
+//                  updated from the block.
+// Policies are template parameters: the Q-provider (KernelQ, DenseQ), the separable term (terms.hpp)
+// and the working-set order (kSecondOrder).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "qmatrix.hpp"
+#include "terms.hpp"
+
+namespace sk {
+
+struct SolverOptions {
+    double tol = 1e-3;
+    int64_t max_iter = -1;  // pair iterations; -1 = no limit
+    bool shrinking = true;
+    bool second_order = true;
+    bool batched = false;
+    int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
+    int nthreads = 1;
+    double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
+    std::function<bool()> interrupted;  // polled now and then; true stops the solve
+};
+
+enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2 };
+
+struct SolverResult {
+    std::vector<double> alpha;  // in the original order
+    std::vector<double> grad;   // G = Qa + psi'(a), original order
+    double rho = 0;             // decision function f(x) = sum_i y_i a_i K(x_i, x) - rho
+    double obj = 0;
+    double gap = 0;             // final m - M
+    int64_t iter = 0;           // pair steps
+    int64_t outer_iter = 0;     // blocks (batched route)
+    int64_t q = 0;              // working-set size used by the batched route
+    int status = kConverged;
+};
+
+template <class QM, class Term>
+class Solver {
+public:
+    // p: the linear part of psi' (psi_i'(a) = p_i for LinearTerm). a0 must be feasible. G0, if
+    // given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up).
+    Solver(QM& Q, const Term& term, int64_t l, const double* y, const double* p, const double* lo,
+           const double* hi, const double* a0, const SolverOptions& opt, const double* G0 = nullptr)
+        : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
+          y_(y, y + l), p_(p, p + l), lo_(lo, lo + l), hi_(hi, hi + l), a_(l, 0.0), G_(l), Gbar_(),
+          at_lo_(l), at_hi_(l), active_set_(l) {
+        for (int64_t t = 0; t < l; ++t) {
+            active_set_[t] = t;
+            if (a0) a_[t] = a0[t];
+            update_status(t);
+        }
+        initialize_gradient(G0);
+    }
+
+    SolverResult solve() {
+        SolverResult res;
+        if (opt_.batched && l_ > 2) {
+            solve_batched(res);
+        } else if (opt_.second_order) {
+            solve_pairs<true>(res);
+        } else {
+            solve_pairs<false>(res);
+        }
+        finish(res);
+        return res;
+    }
+
+private:
+    // ------------------------------------------------------------------ bookkeeping
+    double F(int64_t t) const { return -y_[t] * G_[t]; }
+    bool in_up(int64_t t) const { return y_[t] > 0 ? !at_hi_[t] : !at_lo_[t]; }
+    bool in_low(int64_t t) const { return y_[t] > 0 ? !at_lo_[t] : !at_hi_[t]; }
+    bool is_bounded(int64_t t) const { return at_lo_[t] || at_hi_[t]; }
+    void update_status(int64_t t) {
+        at_lo_[t] = a_[t] <= lo_[t];
+        at_hi_[t] = a_[t] >= hi_[t];
+    }
+    bool keep_gbar() const { return opt_.shrinking; }
+
+    void initialize_gradient(const double* G0) {
+        if (keep_gbar()) Gbar_.assign(l_, 0.0);
+        if (G0) {
+            G_.assign(G0, G0 + l_);
+        } else {
+            for (int64_t t = 0; t < l_; ++t) G_[t] = p_[t];
+        }
+        for (int64_t i = 0; i < l_; ++i) {
+            if (a_[i] == 0.0) continue;
+            if (!G0 || (keep_gbar() && is_bounded(i))) {
+                const float* Qi = Q_.get_Q(i, l_);
+                if (!G0)
+                    for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
+                if (keep_gbar() && is_bounded(i))
+                    for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+            }
+        }
+    }
+
+    void swap_index(int64_t i, int64_t j) {
+        Q_.swap_index(i, j);
+        std::swap(y_[i], y_[j]);
+        std::swap(p_[i], p_[j]);
+        std::swap(lo_[i], lo_[j]);
+        std::swap(hi_[i], hi_[j]);
+        std::swap(a_[i], a_[j]);
+        std::swap(G_[i], G_[j]);
+        if (keep_gbar()) std::swap(Gbar_[i], Gbar_[j]);
+        std::swap(at_lo_[i], at_lo_[j]);
+        std::swap(at_hi_[i], at_hi_[j]);
+        std::swap(active_set_[i], active_set_[j]);
+    }
+
+    // m = max_{I_up} F, M = min_{I_low} F over the active set
+    void violation_extremes(double& m, double& M) const {
+        m = -std::numeric_limits<double>::infinity();
+        M = std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < active_size_; ++t) {
+            const double f = F(t);
+            if (in_up(t)) m = std::max(m, f);
+            if (in_low(t)) M = std::min(M, f);
+        }
+    }
+
+    bool poll_interrupt(SolverResult& res) {
+        if (opt_.interrupted && opt_.interrupted()) {
+            res.status = kInterrupted;
+            return true;
+        }
+        return false;
+    }
+
+    // ------------------------------------------------------------------ pair route
+    // Working-set selection. i = argmax_{I_up} F (the maximal violator). j over I_low: first order
+    // takes argmin F; second order (Fan-Chen-Lin WSS 2) minimises -b^2/quad with b = F_i - F_j > 0,
+    // quad = K_ii + K_jj - 2K_ij + psi''_i + psi''_j (tau when not positive). Returns true when the
+    // active set is optimal (m - M < tol).
+    template <bool kSecondOrder>
+    bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
+        double m = -std::numeric_limits<double>::infinity();
+        i = -1;
+        for (int64_t t = 0; t < active_size_; ++t)
+            if (in_up(t) && F(t) >= m) {
+                m = F(t);
+                i = t;
+            }
+        double M = std::numeric_limits<double>::infinity(), best = std::numeric_limits<double>::infinity();
+        j = -1;
+        const float* Qi = (kSecondOrder && i >= 0) ? Q_.get_Q(i, active_size_) : nullptr;
+        const double curv_i = i >= 0 ? term_.curvature(a_[i], lo_[i], hi_[i]) : 0.0;
+        for (int64_t t = 0; t < active_size_; ++t) {
+            if (!in_low(t)) continue;
+            const double f = F(t);
+            if constexpr (kSecondOrder) {
+                M = std::min(M, f);
+                const double b = m - f;
+                if (b > 0) {
+                    double quad = Q_.QD(i) + Q_.QD(t) - 2.0 * y_[i] * y_[t] * Qi[t] + curv_i +
+                                  term_.curvature(a_[t], lo_[t], hi_[t]);
+                    if (quad <= 0) quad = opt_.tau;
+                    const double score = -b * b / quad;
+                    if (score <= best) {
+                        best = score;
+                        j = t;
+                    }
+                }
+            } else {
+                if (f <= M) {
+                    M = f;
+                    j = t;
+                }
+            }
+        }
+        gap = m - M;
+        return i < 0 || j < 0 || !(gap >= opt_.tol);
+    }
+
+    // Minimise f along a_i += y_i t, a_j -= y_j t (keeps y'a), clip to the boxes, update G.
+    void take_pair_step(int64_t i, int64_t j) {
+        const float* Qi = Q_.get_Q(i, active_size_);
+        const float* Qj = Q_.get_Q(j, active_size_);
+        const double ai = a_[i], aj = a_[j];
+        const double ti = y_[i] > 0 ? hi_[i] - ai : ai - lo_[i];
+        const double tj = y_[j] > 0 ? aj - lo_[j] : hi_[j] - aj;
+        PairProblem pp;
+        pp.b = F(i) - F(j);
+        pp.quad = Q_.QD(i) + Q_.QD(j) - 2.0 * y_[i] * y_[j] * Qi[j] + term_.curvature(ai, lo_[i], hi_[i]) +
+                  term_.curvature(aj, lo_[j], hi_[j]);
+        if (pp.quad <= 0) pp.quad = opt_.tau;
+        pp.t_max = std::min(ti, tj);
+        const double t = std::max(0.0, term_.pair_step(pp));
+        // land exactly on a bound when the step is clipped there
+        a_[i] = t >= ti ? (y_[i] > 0 ? hi_[i] : lo_[i]) : ai + y_[i] * t;
+        a_[j] = t >= tj ? (y_[j] > 0 ? lo_[j] : hi_[j]) : aj - y_[j] * t;
+        const double dai = a_[i] - ai, daj = a_[j] - aj;
+        update_gradient_pair(Qi, dai, Qj, daj);
+        const bool bi = is_bounded(i), bj = is_bounded(j);
+        update_status(i);
+        update_status(j);
+        update_gbar(i, ai, bi);
+        update_gbar(j, aj, bj);
+    }
+
+    void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
+        double* G = G_.data();
+        const int64_t n = active_size_;
+        for (int64_t k = 0; k < n; ++k) G[k] += Qi[k] * dai + Qj[k] * daj;
+    }
+
+    // G_bar = sum over bounded variables of a_t Q_t: lets reconstruct_gradient() rebuild the
+    // gradient of shrunk variables from the free ones only.
+    void update_gbar(int64_t t, double a_old, bool was_bounded) {
+        if (!keep_gbar()) return;
+        const double before = was_bounded ? a_old : 0.0;
+        const double after = is_bounded(t) ? a_[t] : 0.0;
+        if (before == after) return;
+        const float* Qt = Q_.get_Q(t, l_);
+        const double d = after - before;
+        for (int64_t k = 0; k < l_; ++k) Gbar_[k] += d * Qt[k];
+    }
+
+    template <bool kSecondOrder>
+    void solve_pairs(SolverResult& res) {
+        const int64_t period = std::min<int64_t>(l_, 1000);
+        int64_t counter = period + 1;
+        while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
+            if (--counter == 0) {
+                counter = period;
+                if (opt_.shrinking) do_shrinking();
+                if (poll_interrupt(res)) return;
+            }
+            int64_t i, j;
+            double gap;
+            if (select_working_pair<kSecondOrder>(i, j, gap)) {
+                if (active_size_ == l_) break;
+                reconstruct_gradient();  // final unshrink check on all variables
+                active_size_ = l_;
+                if (select_working_pair<kSecondOrder>(i, j, gap)) break;
+                counter = 1;
+            }
+            take_pair_step(i, j);
+            ++res.iter;
+        }
+        if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
+    }
+
+    // ------------------------------------------------------------------ shrinking
+    // A bounded variable that can move one way only and whose F lies on the wrong side of the other
+    // extreme cannot enter a violating pair soon: set it aside (LIBSVM's be_shrunk).
+    bool be_shrunk(int64_t t, double m, double M) const {
+        const bool up = in_up(t), low = in_low(t);
+        if (up && low) return false;
+        if (!up && !low) return true;  // empty box: C_i = 0
+        return up ? F(t) < M : F(t) > m;
+    }
+
+    void do_shrinking() {
+        double m, M;
+        violation_extremes(m, M);
+        if (!unshrunk_ && m - M <= 10.0 * opt_.tol) {
+            // close to the end: bring everything back once, so shrinking mistakes are undone early
+            unshrunk_ = true;
+            reconstruct_gradient();
+            active_size_ = l_;
+        }
+        for (int64_t t = 0; t < active_size_; ++t) {
+            if (!be_shrunk(t, m, M)) continue;
+            --active_size_;
+            while (active_size_ > t) {
+                if (!be_shrunk(active_size_, m, M)) {
+                    swap_index(t, active_size_);
+                    break;
+                }
+                --active_size_;
+            }
+        }
+    }
+
+    // G_t = psi'_t + G_bar_t + sum_{free s} a_s Q_st for the inactive t, choosing the cheaper loop
+    void reconstruct_gradient() {
+        if (active_size_ == l_) return;
+        for (int64_t t = active_size_; t < l_; ++t) G_[t] = Gbar_[t] + p_[t];
+        int64_t nr_free = 0;
+        for (int64_t s = 0; s < active_size_; ++s)
+            if (!is_bounded(s)) ++nr_free;
+        if (nr_free * l_ > 2 * active_size_ * (l_ - active_size_)) {
+            for (int64_t t = active_size_; t < l_; ++t) {
+                const float* Qt = Q_.get_Q(t, active_size_);
+                double s = 0;
+                for (int64_t u = 0; u < active_size_; ++u)
+                    if (!is_bounded(u)) s += a_[u] * Qt[u];
+                G_[t] += s;
+            }
+        } else {
+            for (int64_t u = 0; u < active_size_; ++u) {
+                if (is_bounded(u)) continue;
+                const float* Qu = Q_.get_Q(u, l_);
+                for (int64_t t = active_size_; t < l_; ++t) G_[t] += a_[u] * Qu[t];
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ batched route
+    int64_t choose_block_size() const {
+        int64_t q = opt_.q > 0 ? opt_.q : 512;
+        q = std::min(q, l_);
+        if constexpr (std::is_same_v<QM, KernelQ>) {
+            // the q rows of a block must sit in the cache together
+            q = std::min(q, Q_.capacity_rows(l_));
+        }
+        return q - (q % 2);
+    }
+
+    // q/2 most violating variables from each side: the top of I_up by F and the bottom of I_low by
+    // F, taken alternately (a free variable is in both lists and is taken once).
+    void select_working_block(int64_t q, std::vector<int64_t>& B, std::vector<char>& taken) {
+        std::vector<std::pair<double, int64_t>> up, low;
+        for (int64_t t = 0; t < active_size_; ++t) {
+            if (in_up(t)) up.emplace_back(-F(t), t);
+            if (in_low(t)) low.emplace_back(F(t), t);
+        }
+        auto top = [q](std::vector<std::pair<double, int64_t>>& v) {
+            const size_t k = std::min<size_t>(v.size(), size_t(q));
+            std::partial_sort(v.begin(), v.begin() + k, v.end());
+            v.resize(k);
+        };
+        top(up);
+        top(low);
+        B.clear();
+        size_t iu = 0, il = 0;
+        while (int64_t(B.size()) < q && (iu < up.size() || il < low.size())) {
+            for (auto* side : {&up, &low}) {
+                size_t& pos = side == &up ? iu : il;
+                while (pos < side->size() && taken[(*side)[pos].second]) ++pos;
+                if (pos < side->size() && int64_t(B.size()) < q) {
+                    taken[(*side)[pos].second] = 1;
+                    B.push_back((*side)[pos].second);
+                    ++pos;
+                }
+            }
+        }
+        for (int64_t t : B) taken[t] = 0;
+    }
+
+    void solve_batched(SolverResult& res) {
+        const int64_t q = choose_block_size();
+        res.q = q;
+        if (q < 4) {  // no room for a block: the pair route
+            if (opt_.second_order) solve_pairs<true>(res); else solve_pairs<false>(res);
+            return;
+        }
+        std::vector<int64_t> B;
+        std::vector<char> taken(l_, 0);
+        std::vector<const float*> rows(q);
+        std::vector<float> Qsub;
+        std::vector<double> sy, sp, slo, shi, sa, sg;
+        int64_t since_shrink = 0;
+        while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
+            if (poll_interrupt(res)) return;
+            if (opt_.shrinking && since_shrink >= std::min<int64_t>(l_, 1000)) {
+                do_shrinking();
+                since_shrink = 0;
+            }
+            double m, M;
+            violation_extremes(m, M);
+            if (!(m - M >= opt_.tol)) {
+                if (active_size_ == l_) break;
+                reconstruct_gradient();  // final unshrink check
+                active_size_ = l_;
+                since_shrink = 0;
+                continue;
+            }
+            select_working_block(q, B, taken);
+            const int64_t qb = int64_t(B.size());
+            Q_.get_Q_block(B.data(), qb, active_size_, rows.data());
+            // the sub-problem in the block's variables: Q_BB, p_B = G_B - Q_BB a_B, same boxes
+            Qsub.resize(qb * qb);
+            sy.resize(qb); sp.resize(qb); slo.resize(qb); shi.resize(qb); sa.resize(qb); sg.resize(qb);
+            for (int64_t r = 0; r < qb; ++r) {
+                const int64_t t = B[r];
+                for (int64_t s = 0; s < qb; ++s) Qsub[r * qb + s] = rows[r][B[s]];
+                sy[r] = y_[t]; slo[r] = lo_[t]; shi[r] = hi_[t]; sa[r] = a_[t]; sg[r] = G_[t];
+            }
+            for (int64_t r = 0; r < qb; ++r) {
+                double qa = 0;
+                for (int64_t s = 0; s < qb; ++s) qa += double(Qsub[r * qb + s]) * sa[s];
+                sp[r] = sg[r] - qa;
+            }
+            double local_m = -std::numeric_limits<double>::infinity(), local_M = -local_m;
+            for (int64_t r = 0; r < qb; ++r) {
+                if (in_up(B[r])) local_m = std::max(local_m, F(B[r]));
+                if (in_low(B[r])) local_M = std::min(local_M, F(B[r]));
+            }
+            SolverOptions sub;
+            sub.tol = std::max(opt_.tol, 0.1 * (local_m - local_M));
+            sub.max_iter = 100 * qb;
+            sub.shrinking = false;
+            sub.second_order = opt_.second_order;
+            sub.tau = opt_.tau;
+            DenseQ dq(Qsub.data(), qb);
+            Solver<DenseQ, Term> inner(dq, term_, qb, sy.data(), sp.data(), slo.data(), shi.data(), sa.data(), sub,
+                                       sg.data());
+            SolverResult sr;
+            inner.solve_pairs_into(sr);
+            res.iter += sr.iter;
+            since_shrink += sr.iter;
+            ++res.outer_iter;
+            // G += sum_r da_r Q_r over the active set, then the statuses and G_bar
+            update_gradient_block(rows.data(), qb, inner.alpha_view(), sa.data());
+            for (int64_t r = 0; r < qb; ++r) {
+                const int64_t t = B[r];
+                const double a_old = a_[t];
+                const bool was_bounded = is_bounded(t);
+                a_[t] = inner.alpha_view()[r];
+                update_status(t);
+                update_gbar(t, a_old, was_bounded);
+            }
+        }
+        if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
+    }
+
+    void update_gradient_block(const float* const* rows, int64_t qb, const double* a_new, const double* a_old) {
+        std::vector<const float*> rr;
+        std::vector<double> da;
+        for (int64_t r = 0; r < qb; ++r)
+            if (a_new[r] != a_old[r]) {
+                rr.push_back(rows[r]);
+                da.push_back(a_new[r] - a_old[r]);
+            }
+        const int64_t nr = int64_t(rr.size()), n = active_size_;
+        if (nr == 0) return;
+        double* G = G_.data();
+        const int nt = threads_for(double(n) * nr, opt_.nthreads);
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t c0 = 0; c0 < n; c0 += 1024) {
+            const int64_t c1 = std::min(n, c0 + 1024);
+            for (int64_t r = 0; r < nr; ++r) {
+                const float* Qr = rr[r];
+                const double d = da[r];
+                for (int64_t k = c0; k < c1; ++k) G[k] += d * Qr[k];
+            }
+        }
+    }
+
+public:
+    // used by the batched route on its sub-problem (same loop, no finishing pass)
+    void solve_pairs_into(SolverResult& res) {
+        if (opt_.second_order) solve_pairs<true>(res); else solve_pairs<false>(res);
+    }
+    const double* alpha_view() const { return a_.data(); }
+
+private:
+    // ------------------------------------------------------------------ result
+    void finish(SolverResult& res) {
+        reconstruct_gradient();
+        active_size_ = l_;
+        double m, M;
+        violation_extremes(m, M);
+        res.gap = (std::isfinite(m) && std::isfinite(M)) ? m - M : 0.0;
+        res.rho = calculate_rho();
+        double obj = 0;
+        for (int64_t t = 0; t < l_; ++t) obj += a_[t] * (G_[t] + p_[t]);
+        res.obj = 0.5 * obj;
+        res.alpha.assign(l_, 0.0);
+        res.grad.assign(l_, 0.0);
+        for (int64_t t = 0; t < l_; ++t) {
+            res.alpha[active_set_[t]] = a_[t];
+            res.grad[active_set_[t]] = G_[t];
+        }
+    }
+
+    // rho = average of y_t G_t = -F_t over the free variables; without free ones, the midpoint of
+    // the interval the KKT conditions leave for it.
+    double calculate_rho() const {
+        double ub = std::numeric_limits<double>::infinity(), lb = -ub, sum = 0;
+        int64_t nr_free = 0;
+        for (int64_t t = 0; t < l_; ++t) {
+            const double yG = -F(t);
+            const bool up = in_up(t), low = in_low(t);
+            if (up && low) {
+                ++nr_free;
+                sum += yG;
+            } else if (up) {
+                ub = std::min(ub, yG);
+            } else if (low) {
+                lb = std::max(lb, yG);
+            }
+        }
+        if (nr_free > 0) return sum / nr_free;
+        if (std::isfinite(ub) && std::isfinite(lb)) return 0.5 * (ub + lb);
+        return std::isfinite(ub) ? ub : (std::isfinite(lb) ? lb : 0.0);
+    }
+
+    QM& Q_;
+    Term term_;
+    SolverOptions opt_;
+    int64_t l_, active_size_;
+    std::vector<double> y_, p_, lo_, hi_, a_, G_, Gbar_;
+    std::vector<char> at_lo_, at_hi_;
+    std::vector<int64_t> active_set_;
+    bool unshrunk_ = false;
+};
+
+}  // namespace sk
