@@ -30,6 +30,8 @@ SOLVERS = ("auto", "smo2", "smo1", "batched")
 
 # The route 'auto' takes; decided by benchmarks/bench_svc.py (see benchmarks/results/svc.md).
 _AUTO_ROUTE = "smo2"
+# Rows per kernel block when the pair route misses the cache (see Solver::active_row).
+_PREFETCH = int(__import__("os").environ.get("SK_PREFETCH", 64))
 
 
 def _ovr_from_ovo(dec, n_classes):
@@ -213,7 +215,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                 core_matrix(Xp), KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), yp,
                 np.full(len(idx), -1.0), np.zeros(len(idx)), hi, None, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched",
-                int(self.working_set_size or 0), float(self.cache_size), inner_threads, token)
+                int(self.working_set_size or 0), _PREFETCH, float(self.cache_size), inner_threads, token)
             r["idx"] = idx
             r["y"] = yp
             return r

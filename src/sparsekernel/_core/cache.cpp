@@ -63,26 +63,32 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
     return e.data.get();
 }
 
-void RowCache::swap_index(int64_t i, int64_t j) {
-    if (i == j) return;
-    if (i > j) std::swap(i, j);
-    // swap the two entries, keeping the LRU list consistent
-    const bool in_i = entries_[i].len > 0, in_j = entries_[j].len > 0;
-    if (in_i) unlink(i);
-    if (in_j) unlink(j);
-    std::swap(entries_[i].data, entries_[j].data);
-    std::swap(entries_[i].len, entries_[j].len);
-    if (in_j) push_back(i);
-    if (in_i) push_back(j);
-    // swap positions i and j inside every cached row; a row that covers i but not j loses its tail
+void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
+    if (swaps.empty()) return;
+    // swap the entries themselves, keeping the LRU list consistent
+    for (auto [i, j] : swaps) {
+        if (i == j) continue;
+        const bool in_i = entries_[i].len > 0, in_j = entries_[j].len > 0;
+        if (in_i) unlink(i);
+        if (in_j) unlink(j);
+        std::swap(entries_[i].data, entries_[j].data);
+        std::swap(entries_[i].len, entries_[j].len);
+        if (in_j) push_back(i);
+        if (in_i) push_back(j);
+    }
+    // then the positions inside every cached row, row by row (one pass over each row's memory);
+    // a row that covers the smaller position of a swap but not the larger loses its tail
     for (int64_t h = head_; h >= 0;) {
         const int64_t next = entries_[h].next;
         Entry& e = entries_[h];
-        if (e.len > i) {
-            if (e.len > j) {
-                std::swap(e.data[i], e.data[j]);
+        for (auto [i, j] : swaps) {
+            const int64_t a = std::min(i, j), b = std::max(i, j);
+            if (a == b || e.len <= a) continue;
+            if (e.len > b) {
+                std::swap(e.data[a], e.data[b]);
             } else {
                 evict(h);
+                break;
             }
         }
         h = next;

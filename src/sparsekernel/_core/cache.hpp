@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace sk {
@@ -23,7 +24,9 @@ public:
     // Like get() for a row that is known to be absent or short is fine too; does not count a hit.
     bool contains(int64_t i, int64_t len) const { return entries_[i].len >= len; }
 
-    void swap_index(int64_t i, int64_t j);
+    void swap_index(int64_t i, int64_t j) { swap_indices({{i, j}}); }
+    // Apply a sequence of position swaps (one shrinking pass): each cached row is visited once.
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps);
 
     std::size_t budget_bytes() const { return budget_ * sizeof(float); }
     std::size_t peak_bytes() const { return peak_ * sizeof(float); }

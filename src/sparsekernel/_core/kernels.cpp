@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "simd.hpp"
 
@@ -30,28 +31,6 @@ Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params) : A_(A), B
 namespace {
 
 SK_MULTIVERSION
-double dense_measure_dot(const double* x, const double* z, int64_t d) {
-    double s = 0;
-    for (int64_t k = 0; k < d; ++k) s += x[k] * z[k];
-    return s;
-}
-SK_MULTIVERSION
-double dense_measure_sqdist(const double* x, const double* z, int64_t d) {
-    double s = 0;
-    for (int64_t k = 0; k < d; ++k) {
-        double e = x[k] - z[k];
-        s += e * e;
-    }
-    return s;
-}
-SK_MULTIVERSION
-double dense_measure_l1(const double* x, const double* z, int64_t d) {
-    double s = 0;
-    for (int64_t k = 0; k < d; ++k) s += std::fabs(x[k] - z[k]);
-    return s;
-}
-
-SK_MULTIVERSION
 void transform_exp(double* v, int64_t n, double gamma) {
     for (int64_t t = 0; t < n; ++t) v[t] = exp_nonpositive(-gamma * v[t]);
 }
@@ -63,33 +42,6 @@ const double* Kernel::dense_row_of_a(int64_t i, std::vector<double>& scratch) co
     scratch.assign(A_.d, 0.0);
     for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) scratch[A_.indices[k]] = A_.values[k];
     return scratch.data();
-}
-
-double Kernel::measure(const double* arow, int64_t i, int64_t j) const {
-    if (!B_.sparse) {
-        const double* brow = B_.dense + j * B_.d;
-        switch (measure_) {
-            case Measure::dot: return dense_measure_dot(arow, brow, B_.d);
-            case Measure::sqdist: return dense_measure_sqdist(arow, brow, B_.d);
-            case Measure::l1: return dense_measure_l1(arow, brow, B_.d);
-        }
-    }
-    const int64_t lo = B_.indptr[j], hi = B_.indptr[j + 1];
-    const int32_t* idx = B_.indices;
-    const double* val = B_.values;
-    if (measure_ == Measure::l1) {
-        // ||x - z||_1 = ||x||_1 + ||z||_1 + sum over nnz(z) of (|x_k - z_k| - |x_k| - |z_k|)
-        double s = 0;
-        for (int64_t k = lo; k < hi; ++k) {
-            double a = arow[idx[k]], b = val[k];
-            s += std::fabs(a - b) - std::fabs(a) - std::fabs(b);
-        }
-        return std::max(0.0, A_.l1norm[i] + B_.l1norm[j] + s);
-    }
-    double s = 0;
-    for (int64_t k = lo; k < hi; ++k) s += val[k] * arow[idx[k]];
-    if (measure_ == Measure::sqdist) return std::max(0.0, A_.sqnorm[i] + B_.sqnorm[j] - 2.0 * s);
-    return s;
 }
 
 void Kernel::transform(double* v, int64_t n) const {
@@ -115,9 +67,75 @@ void Kernel::transform(double* v, int64_t n) const {
 double Kernel::value(int64_t i, int64_t j) const {
     if (p_.type == KernelType::precomputed) return A_.dense[i * A_.d + j];
     std::vector<double> scratch;
-    double v = measure(dense_row_of_a(i, scratch), i, j);
+    const int32_t col = int32_t(j);
+    double v;
+    measures(dense_row_of_a(i, scratch), i, &col, 0, 1, &v);
     transform(&v, 1);
     return v;
+}
+
+namespace {
+
+// raw measures of one (densified) row a against the rows cols[begin..end) of B, written to out
+template <int kMeasure>  // 0 dot, 1 sqdist, 2 l1
+SK_MULTIVERSION void dense_measures(const double* arow, const Matrix& B, const int32_t* cols, int64_t begin,
+                                    int64_t end, double* out) {
+    const int64_t d = B.d;
+    constexpr int64_t kAhead = 12;
+    for (int64_t t = begin; t < end; ++t) {
+        const double* b = B.dense + int64_t(cols ? cols[t] : t) * d;
+        if (cols && t + kAhead < end) __builtin_prefetch(B.dense + int64_t(cols[t + kAhead]) * d);
+        double s = 0;
+        for (int64_t k = 0; k < d; ++k) {
+            if constexpr (kMeasure == 0) s += arow[k] * b[k];
+            if constexpr (kMeasure == 1) { const double e = arow[k] - b[k]; s += e * e; }
+            if constexpr (kMeasure == 2) s += std::fabs(arow[k] - b[k]);
+        }
+        out[t - begin] = s;
+    }
+}
+
+template <int kMeasure>
+SK_MULTIVERSION void sparse_measures(const double* arow, double anorm, const Matrix& B, const int32_t* cols,
+                                     int64_t begin, int64_t end, double* out) {
+    const int32_t* idx = B.indices;
+    const double* val = B.values;
+    constexpr int64_t kAhead = 12;  // rows of B arrive in shrinking order: prefetch them
+    for (int64_t t = begin; t < end; ++t) {
+        const int64_t j = cols ? cols[t] : t;
+        if (cols && t + kAhead < end) {
+            const int64_t p = B.indptr[cols[t + kAhead]];
+            __builtin_prefetch(idx + p);
+            __builtin_prefetch(val + p);
+            __builtin_prefetch(val + p + 8);
+        }
+        double s = 0;
+        for (int64_t k = B.indptr[j]; k < B.indptr[j + 1]; ++k) {
+            const double a = arow[idx[k]], b = val[k];
+            // ||x - z||_1 = ||x||_1 + ||z||_1 + sum over nnz(z) of (|x_k - z_k| - |x_k| - |z_k|)
+            if constexpr (kMeasure == 2) s += std::fabs(a - b) - std::fabs(a) - std::fabs(b);
+            else s += a * b;
+        }
+        if constexpr (kMeasure == 1) s = std::max(0.0, anorm + B.sqnorm[j] - 2.0 * s);
+        if constexpr (kMeasure == 2) s = std::max(0.0, anorm + B.l1norm[j] + s);
+        out[t - begin] = s;
+    }
+}
+
+}  // namespace
+
+void Kernel::measures(const double* arow, int64_t i, const int32_t* cols, int64_t begin, int64_t end,
+                      double* out) const {
+    const int mm = static_cast<int>(measure_);
+    if (!B_.sparse) {
+        if (mm == 0) dense_measures<0>(arow, B_, cols, begin, end, out);
+        else if (mm == 1) dense_measures<1>(arow, B_, cols, begin, end, out);
+        else dense_measures<2>(arow, B_, cols, begin, end, out);
+    } else {
+        if (mm == 0) sparse_measures<0>(arow, 0.0, B_, cols, begin, end, out);
+        else if (mm == 1) sparse_measures<1>(arow, A_.sqnorm[i], B_, cols, begin, end, out);
+        else sparse_measures<2>(arow, A_.l1norm[i], B_, cols, begin, end, out);
+    }
 }
 
 void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out,
@@ -133,17 +151,14 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
     const double* arow = dense_row_of_a(i, scratch);
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
     const int nt = threads_for(m * (cost + 8.0), nthreads);
-#pragma omp parallel num_threads(nt)
-    {
-        constexpr int64_t kChunk = 256;
+    constexpr int64_t kChunk = 512;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
         double buf[kChunk];
-#pragma omp for schedule(static)
-        for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
-            const int64_t c1 = std::min(end, c0 + kChunk);
-            for (int64_t t = c0; t < c1; ++t) buf[t - c0] = measure(arow, i, cols ? cols[t] : t);
-            transform(buf, c1 - c0);
-            for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
-        }
+        const int64_t c1 = std::min(end, c0 + kChunk);
+        measures(arow, i, cols, c0, c1, buf);
+        transform(buf, c1 - c0);
+        for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
     }
 }
 
@@ -152,33 +167,39 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
 
 namespace {
 
-// acc[r] += v * blk[k*q + r] for every stored (k, v) of one row of B: the q-long inner loop runs
-// over the densified block of A (transposed so that it is contiguous) and vectorises.
-SK_MULTIVERSION
-void accumulate_dot(const double* blk, int64_t q, const int32_t* idx, const double* val, int64_t nnz,
-                    double* acc) {
+// One column of a block: acc[r] = measure(a_r, b) for the q densified rows a_r of the block
+// (stored transposed, blk[k*q + r], so that the inner loop over r is contiguous) against one row b
+// of B given by its stored entries (idx == nullptr: dense, k = 0..nnz-1). The rows are taken in
+// register tiles of kTile so that the accumulators stay in registers across the loop over b.
+// (Templates called from a SK_MULTIVERSION function are forced inline so that they are compiled
+// for the caller's instruction set.)
+template <int64_t W, int kMeasure, bool kSparse>
+[[gnu::always_inline]] inline void block_tile(const double* __restrict blk, int64_t q, const int32_t* idx,
+                                              const double* val, int64_t nnz, double* __restrict acc) {
+    double s[W] = {};
+#pragma GCC unroll 1
     for (int64_t k = 0; k < nnz; ++k) {
         const double v = val[k];
-        const double* col = blk + int64_t(idx ? idx[k] : k) * q;
-        for (int64_t r = 0; r < q; ++r) acc[r] += v * col[r];
+        const double* __restrict col = blk + int64_t(kSparse ? idx[k] : k) * q;
+        if constexpr (kMeasure == 0) {
+            for (int64_t r = 0; r < W; ++r) s[r] += v * col[r];
+        } else if constexpr (kSparse) {  // see sparse_measures: the L1 correction over nnz(b)
+            const double av = std::fabs(v);
+            for (int64_t r = 0; r < W; ++r) s[r] += std::fabs(col[r] - v) - std::fabs(col[r]) - av;
+        } else {
+            for (int64_t r = 0; r < W; ++r) s[r] += std::fabs(col[r] - v);
+        }
     }
+    for (int64_t r = 0; r < W; ++r) acc[r] = s[r];
 }
-SK_MULTIVERSION
-void accumulate_l1_sparse(const double* blk, int64_t q, const int32_t* idx, const double* val, int64_t nnz,
-                          double* acc) {
-    for (int64_t k = 0; k < nnz; ++k) {
-        const double v = val[k], av = std::fabs(v);
-        const double* col = blk + int64_t(idx[k]) * q;
-        for (int64_t r = 0; r < q; ++r) acc[r] += std::fabs(col[r] - v) - std::fabs(col[r]) - av;
-    }
-}
-SK_MULTIVERSION
-void accumulate_l1_dense(const double* blk, int64_t q, const double* val, int64_t d, double* acc) {
-    for (int64_t k = 0; k < d; ++k) {
-        const double v = val[k];
-        const double* col = blk + k * q;
-        for (int64_t r = 0; r < q; ++r) acc[r] += std::fabs(col[r] - v);
-    }
+
+template <int kMeasure, bool kSparse>  // 0 dot, 2 l1 (sqdist uses dot)
+SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* idx, const double* val,
+                                  int64_t nnz, double* acc) {
+    int64_t r0 = 0;
+    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
+    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
+    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
 }
 
 }  // namespace
@@ -195,9 +216,9 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
         return;
     }
     const int64_t d = A_.d;
-    // The densified block (d x q doubles) must stay small; very wide data goes row by row.
+    // The densified block (d x q doubles) must stay small; very wide data goes in narrower blocks.
     constexpr int64_t kMaxBlockEntries = int64_t(1) << 22;
-    if (d * q > kMaxBlockEntries) {
+    if (d * q > kMaxBlockEntries && q > 1) {
         const int64_t qh = std::max<int64_t>(1, kMaxBlockEntries / std::max<int64_t>(1, d));
         for (int64_t r0 = 0; r0 < q; r0 += qh) block(rows + r0, std::min(qh, q - r0), cols, m, out + r0, nthreads);
         return;
@@ -215,42 +236,44 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
     }
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
     const int nt = threads_for(double(m) * q * (cost + 8.0), nthreads);
+    // columns in tiles: measures into a (tile x q) buffer, one vectorised transform, then each
+    // output row receives a contiguous run of the tile
+    constexpr int64_t kCols = 32;
+    const int64_t n_tiles = (m + kCols - 1) / kCols;
 #pragma omp parallel num_threads(nt)
     {
-        std::vector<double> acc(q);
+        std::vector<double> tile(kCols * q);
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < m; ++t) {
-            const int64_t j = cols ? cols[t] : t;
-            std::fill(acc.begin(), acc.end(), 0.0);
-            const int32_t* idx = nullptr;
-            const double* val;
-            int64_t nnz;
-            if (B_.sparse) {
-                idx = B_.indices + B_.indptr[j];
-                val = B_.values + B_.indptr[j];
-                nnz = B_.indptr[j + 1] - B_.indptr[j];
-            } else {
-                val = B_.dense + j * d;
-                nnz = d;
-            }
-            double bnorm = 0;
-            if (measure_ == Measure::l1) {
-                bnorm = B_.l1norm[j];
-                if (B_.sparse) {
-                    accumulate_l1_sparse(blk.data(), q, idx, val, nnz, acc.data());
-                    for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + bnorm);
+        for (int64_t tt = 0; tt < n_tiles; ++tt) {
+            const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols);
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t j = cols ? cols[t] : t;
+                double* acc = tile.data() + (t - t0) * q;
+                const double* val = B_.sparse ? B_.values + B_.indptr[j] : B_.dense + j * d;
+                const int32_t* idx = B_.sparse ? B_.indices + B_.indptr[j] : nullptr;
+                const int64_t nnz = B_.sparse ? B_.indptr[j + 1] - B_.indptr[j] : d;
+                if (measure_ == Measure::l1) {
+                    if (B_.sparse) {
+                        block_column<2, true>(blk.data(), q, idx, val, nnz, acc);
+                        for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + B_.l1norm[j]);
+                    } else {
+                        block_column<2, false>(blk.data(), q, idx, val, nnz, acc);
+                    }
                 } else {
-                    accumulate_l1_dense(blk.data(), q, val, nnz, acc.data());
-                }
-            } else {
-                accumulate_dot(blk.data(), q, idx, val, nnz, acc.data());
-                if (measure_ == Measure::sqdist) {
-                    bnorm = B_.sqnorm[j];
-                    for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, anorm[r] + bnorm - 2.0 * acc[r]);
+                    if (B_.sparse) block_column<0, true>(blk.data(), q, idx, val, nnz, acc);
+                    else block_column<0, false>(blk.data(), q, idx, val, nnz, acc);
+                    if (measure_ == Measure::sqdist) {
+                        const double bn = B_.sqnorm[j];
+                        for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, anorm[r] + bn - 2.0 * acc[r]);
+                    }
                 }
             }
-            transform(acc.data(), q);
-            for (int64_t r = 0; r < q; ++r) out[r][t] = static_cast<T>(acc[r]);
+            const int64_t w = t1 - t0;
+            transform(tile.data(), w * q);
+            for (int64_t r = 0; r < q; ++r) {
+                T* o = out[r] + t0;
+                for (int64_t c = 0; c < w; ++c) o[c] = static_cast<T>(tile[c * q + r]);
+            }
         }
     }
 }

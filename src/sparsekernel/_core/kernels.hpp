@@ -45,8 +45,9 @@ public:
 
 private:
     enum class Measure { dot, sqdist, l1 };
-    // raw measure of a_i (given densely as arow) against b_j
-    double measure(const double* arow, int64_t i, int64_t j) const;
+    // raw measures of a_i (given densely as arow) against b_{cols[t]}, t in [begin, end)
+    void measures(const double* arow, int64_t i, const int32_t* cols, int64_t begin, int64_t end,
+                  double* out) const;
     void transform(double* v, int64_t n) const;  // measure -> kernel value, in place
     const double* dense_row_of_a(int64_t i, std::vector<double>& scratch) const;
 

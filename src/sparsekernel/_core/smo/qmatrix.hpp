@@ -66,13 +66,17 @@ public:
         for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
     }
 
-    void swap_index(int64_t i, int64_t j) {
-        cache_.swap_index(i, j);
-        std::swap(y_[i], y_[j]);
-        std::swap(perm_[i], perm_[j]);
-        std::swap(QD_[i], QD_[j]);
+    // Position swaps of one shrinking pass, applied in order.
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
+        cache_.swap_indices(swaps);
+        for (auto [i, j] : swaps) {
+            std::swap(y_[i], y_[j]);
+            std::swap(perm_[i], perm_[j]);
+            std::swap(QD_[i], QD_[j]);
+        }
     }
 
+    bool cached(int64_t i, int64_t len) const { return cache_.contains(i, len); }
     int64_t capacity_rows(int64_t len) const { return cache_.capacity_rows(len); }
     const RowCache& cache() const { return cache_; }
     int64_t kernel_evals = 0;
@@ -107,7 +111,7 @@ public:
     int64_t size() const { return q_; }
     double QD(int64_t i) const { return QD_[i]; }
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
-    void swap_index(int64_t, int64_t) {}  // the sub-problem never shrinks
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}  // the sub-problem never shrinks
     int64_t kernel_evals = 0;
 
 private:
