@@ -40,8 +40,8 @@ def check_kernel_params(kernel, gamma, coef0, degree):
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
     if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
         raise ValueError(f"coef0 must be a finite float, got {coef0!r}")
-    if not isinstance(degree, numbers.Integral) or isinstance(degree, bool) or degree < 0:
-        raise ValueError(f"degree must be a non-negative integer, got {degree!r}")
+    if not isinstance(degree, numbers.Integral) or isinstance(degree, bool) or not 0 <= degree < 2**31:
+        raise ValueError(f"degree must be a non-negative integer below 2**31, got {degree!r}")
 
 
 def check_positive(name, value, *, allow_zero=False):
@@ -56,15 +56,24 @@ def resolve_gamma(gamma, X):
     """scikit-learn's meaning of gamma: 'scale' = 1 / (n_features * X.var()), 'auto' = 1 / n_features."""
     n_features = X.shape[1]
     if gamma == "scale":
-        if sp.issparse(X):
-            mean = X.mean()
-            var = X.multiply(X).mean() - mean**2
+        if sp.issparse(X):  # in float64 whatever the dtype of X
+            mean = X.mean(dtype=np.float64)
+            var = X.multiply(X).mean(dtype=np.float64) - mean**2
         else:
-            var = X.var()
+            var = np.var(X, dtype=np.float64)
         return 1.0 / (n_features * var) if var != 0 else 1.0
     if gamma == "auto":
         return 1.0 / n_features
     return float(gamma)
+
+
+def canonical_csr(X):
+    """CSR X without duplicate entries (scipy reads duplicates as their sum), sorted indices."""
+    X = sp.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 def core_matrix(X):
@@ -74,9 +83,7 @@ def core_matrix(X):
     narrowed here.
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_sorted_indices:
-            X = X.sorted_indices()
+        X = canonical_csr(X)
         if X.shape[1] >= 2**31:
             raise ValueError("sparse X with 2**31 or more features is not supported")
         indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
@@ -94,6 +101,8 @@ def per_sample_bounds(C, classes, y_enc, class_weight, sample_weight, X):
     if np.any(sw < 0):
         raise ValueError("sample_weight must be non-negative")
     cw = compute_class_weight(class_weight, classes=classes, y=classes[y_enc])
+    if np.any(cw < 0) or not np.all(np.isfinite(cw)):
+        raise ValueError("class_weight must be finite and non-negative")
     Ci = C * cw[y_enc] * sw
     return Ci
 

@@ -17,6 +17,7 @@ from . import _core
 from ._base import (
     KERNELS,
     KernelEvaluator,
+    canonical_csr,
     check_kernel_params,
     check_positive,
     core_matrix,
@@ -30,8 +31,6 @@ SOLVERS = ("auto", "smo2", "smo1", "batched")
 
 # The route 'auto' takes; decided by benchmarks/bench_svc.py (see benchmarks/results/svc.md).
 _AUTO_ROUTE = "smo2"
-# Rows per kernel block when the pair route misses the cache (see Solver::active_row).
-_PREFETCH = int(__import__("os").environ.get("SK_PREFETCH", 64))
 
 
 def _ovr_from_ovo(dec, n_classes):
@@ -160,17 +159,23 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         return n_threads(self.n_jobs)
 
-    def _validate_X(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C", reset=reset)
-        if self.kernel == "precomputed":
-            if sp.issparse(X):
-                raise ValueError("a precomputed kernel must be a dense array")
-            if reset and X.shape[0] != X.shape[1]:
-                raise ValueError(f"a precomputed kernel for fit must be square, got shape {X.shape}")
-            if not reset and X.shape[1] != self.shape_fit_[0]:
-                raise ValueError(
-                    f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
-                    f"(one column per training sample), got {X.shape}")
+    def _accept_sparse(self):
+        return False if self.kernel == "precomputed" else "csr"
+
+    def _check_precomputed(self, X, fit):
+        if self.kernel != "precomputed":
+            return
+        if fit and X.shape[0] != X.shape[1]:
+            raise ValueError(f"a precomputed kernel for fit must be square, got shape {X.shape}")
+        if not fit and X.shape[1] != self.shape_fit_[0]:
+            raise ValueError(
+                f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
+                f"(one column per training sample), got {X.shape}")
+
+    def _validate_X(self, X):
+        X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C",
+                          reset=False)
+        self._check_precomputed(X, fit=False)
         return X
 
     # ------------------------------------------------------------------ fit
@@ -178,21 +183,19 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
         t0 = time.perf_counter()
         threads = self._check_params()
-        X = self._validate_X(X, reset=True)
-        X, y = X, np.asarray(y)
-        if y.ndim != 1 and not (y.ndim == 2 and y.shape[1] == 1):
-            raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
-        y = y.ravel()
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X and y have inconsistent numbers of samples: {X.shape[0]} and {y.shape[0]}")
+        X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
+                             order="C")
+        self._check_precomputed(X, fit=True)
+        if sp.issparse(X):
+            X = canonical_csr(X)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X)
-        if not np.any(Ci > 0):
-            raise ValueError("all samples have zero weight: sample_weight (times class_weight) must be positive "
-                             "for some samples")
+        if len(np.unique(y_enc[Ci > 0])) < 2:
+            raise ValueError("Invalid input: the samples with positive weight (sample_weight times class_weight) "
+                             "must belong to at least two classes")
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
         self.shape_fit_ = X.shape
 
@@ -215,7 +218,7 @@ class SVC(ClassifierMixin, BaseEstimator):
                 core_matrix(Xp), KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), yp,
                 np.full(len(idx), -1.0), np.zeros(len(idx)), hi, None, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched",
-                int(self.working_set_size or 0), _PREFETCH, float(self.cache_size), inner_threads, token)
+                int(self.working_set_size or 0), float(self.cache_size), inner_threads, token)
             r["idx"] = idx
             r["y"] = yp
             return r
@@ -306,7 +309,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Decision values: shape (n,) for two classes (> 0 means classes_[1]); (n, n_classes) for
         'ovr'; (n, n_classes (n_classes-1) / 2) for 'ovo'."""
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._validate_X(X)
         dec = self._ovo_decision(X)
         if len(self.classes_) == 2:
             return -dec[:, 0]
@@ -318,7 +321,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         """Class labels: the sign for two classes, the one-vs-one vote otherwise (ties to the
         first class, as LIBSVM), or the ovr argmax with break_ties=True."""
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._validate_X(X)
         dec = self._ovo_decision(X)
         n_classes = len(self.classes_)
         if n_classes == 2:
@@ -336,6 +339,6 @@ class SVC(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
+        tags.input_tags.sparse = self.kernel != "precomputed"
         tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags

@@ -115,8 +115,7 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
 // Solve the generic dual with the linear separable term psi_i(a) = p_i a (C-SVC: p = -1).
 nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, DArray y,
                            DArray p, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter,
-                           bool shrinking, bool second_order, bool batched, int64_t q, int64_t prefetch,
-                           double cache_mb,
+                           bool shrinking, bool second_order, bool batched, int64_t q, double cache_mb,
                            int n_jobs, CancelToken* cancel) {
     const int64_t l = int64_t(y.shape(0));
     if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != l)
@@ -134,7 +133,6 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     opt.second_order = second_order;
     opt.batched = batched;
     opt.q = q;
-    opt.prefetch = prefetch;
     opt.nthreads = resolve_threads(n_jobs);
     bool interrupted = false;
     opt.interrupted = [&interrupted, cancel]() {
@@ -151,8 +149,8 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
     {
         nb::gil_scoped_release release;
-        sk::Kernel K(X.m, X.m, make_params(kernel, gamma, coef0, degree));
-        sk::KernelQ Q(K, y.data(), l, std::size_t(cache_mb * 1024.0 * 1024.0), opt.nthreads);
+        sk::KernelQ Q(X.m, make_params(kernel, gamma, coef0, degree), y.data(), l,
+                      std::size_t(cache_mb * 1024.0 * 1024.0), opt.nthreads);
         sk::Solver<sk::KernelQ, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), lo.data(),
                                                        hi.data(), alpha0.data(), opt);
         res = solver.solve();
@@ -195,7 +193,7 @@ NB_MODULE(_core, m) {
           "n_jobs"_a = -1);
     m.def("solve_linear_term", &solve_linear_term, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a,
           "p"_a, "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a,
-          "batched"_a, "q"_a, "prefetch"_a, "cache_mb"_a, "n_jobs"_a, "cancel"_a.none() = nb::none());
+          "batched"_a, "q"_a, "cache_mb"_a, "n_jobs"_a, "cancel"_a.none() = nb::none());
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })

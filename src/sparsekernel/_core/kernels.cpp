@@ -1,21 +1,13 @@
 #include "kernels.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
+#include "parallel.hpp"
 #include "simd.hpp"
 
 namespace sk {
-
-int threads_for(double work, int nthreads) {
-    // A parallel region costs a few microseconds: only worth it for enough work.
-    constexpr double kWorkPerThread = 20000.0;
-    int t = static_cast<int>(work / kWorkPerThread);
-    return std::max(1, std::min(t, nthreads));
-}
 
 Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params) : A_(A), B_(B), p_(params) {
     switch (p_.type) {
@@ -52,9 +44,12 @@ void Kernel::transform(double* v, int64_t n) const {
         case KernelType::rbf:
         case KernelType::laplacian: transform_exp(v, n, g); return;
         case KernelType::poly:
-            for (int64_t t = 0; t < n; ++t) {
+            for (int64_t t = 0; t < n; ++t) {  // integer power by squaring
                 double base = g * v[t] + c0, r = 1.0;
-                for (int e = 0; e < p_.degree; ++e) r *= base;
+                for (int e = p_.degree; e > 0; e >>= 1) {
+                    if (e & 1) r *= base;
+                    base *= base;
+                }
                 v[t] = r;
             }
             return;
@@ -78,19 +73,34 @@ namespace {
 
 // raw measures of one (densified) row a against the rows cols[begin..end) of B, written to out
 template <int kMeasure>  // 0 dot, 1 sqdist, 2 l1
+[[gnu::always_inline]] inline double measure_term(double a, double b) {
+    if constexpr (kMeasure == 0) return a * b;
+    if constexpr (kMeasure == 1) return (a - b) * (a - b);
+    return std::fabs(a - b);
+}
+
+template <int kMeasure>
 SK_MULTIVERSION void dense_measures(const double* arow, const Matrix& B, const int32_t* cols, int64_t begin,
                                     int64_t end, double* out) {
     const int64_t d = B.d;
-    constexpr int64_t kAhead = 12;
+    if (B.feature_major) {
+        // d contiguous passes over the points: out[t] += term(a_k, B[k][t])
+        for (int64_t t = begin; t < end; ++t) out[t - begin] = 0.0;
+        for (int64_t k = 0; k < d; ++k) {
+            const double a = arow[k];
+            const double* bk = B.dense + k * B.n;
+            if (cols) {
+                for (int64_t t = begin; t < end; ++t) out[t - begin] += measure_term<kMeasure>(a, bk[cols[t]]);
+            } else {
+                for (int64_t t = begin; t < end; ++t) out[t - begin] += measure_term<kMeasure>(a, bk[t]);
+            }
+        }
+        return;
+    }
     for (int64_t t = begin; t < end; ++t) {
         const double* b = B.dense + int64_t(cols ? cols[t] : t) * d;
-        if (cols && t + kAhead < end) __builtin_prefetch(B.dense + int64_t(cols[t + kAhead]) * d);
         double s = 0;
-        for (int64_t k = 0; k < d; ++k) {
-            if constexpr (kMeasure == 0) s += arow[k] * b[k];
-            if constexpr (kMeasure == 1) { const double e = arow[k] - b[k]; s += e * e; }
-            if constexpr (kMeasure == 2) s += std::fabs(arow[k] - b[k]);
-        }
+        for (int64_t k = 0; k < d; ++k) s += measure_term<kMeasure>(arow[k], b[k]);
         out[t - begin] = s;
     }
 }
@@ -100,15 +110,8 @@ SK_MULTIVERSION void sparse_measures(const double* arow, double anorm, const Mat
                                      int64_t begin, int64_t end, double* out) {
     const int32_t* idx = B.indices;
     const double* val = B.values;
-    constexpr int64_t kAhead = 12;  // rows of B arrive in shrinking order: prefetch them
     for (int64_t t = begin; t < end; ++t) {
         const int64_t j = cols ? cols[t] : t;
-        if (cols && t + kAhead < end) {
-            const int64_t p = B.indptr[cols[t + kAhead]];
-            __builtin_prefetch(idx + p);
-            __builtin_prefetch(val + p);
-            __builtin_prefetch(val + p + 8);
-        }
         double s = 0;
         for (int64_t k = B.indptr[j]; k < B.indptr[j + 1]; ++k) {
             const double a = arow[idx[k]], b = val[k];
@@ -150,16 +153,18 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
     std::vector<double> scratch;
     const double* arow = dense_row_of_a(i, scratch);
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
-    const int nt = threads_for(m * (cost + 8.0), nthreads);
-    constexpr int64_t kChunk = 512;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
-        double buf[kChunk];
-        const int64_t c1 = std::min(end, c0 + kChunk);
-        measures(arow, i, cols, c0, c1, buf);
-        transform(buf, c1 - c0);
-        for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
-    }
+    const int64_t n_chunks = chunks_for(m, cost + 8.0, nthreads);
+    for_chunks(n_chunks, nthreads, [&](int64_t c) {
+        constexpr int64_t kPiece = 512;
+        double buf[kPiece];
+        const int64_t lo = begin + m * c / n_chunks, hi = begin + m * (c + 1) / n_chunks;
+        for (int64_t c0 = lo; c0 < hi; c0 += kPiece) {
+            const int64_t c1 = std::min(hi, c0 + kPiece);
+            measures(arow, i, cols, c0, c1, buf);
+            transform(buf, c1 - c0);
+            for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,11 +180,12 @@ namespace {
 // for the caller's instruction set.)
 template <int64_t W, int kMeasure, bool kSparse>
 [[gnu::always_inline]] inline void block_tile(const double* __restrict blk, int64_t q, const int32_t* idx,
-                                              const double* val, int64_t nnz, double* __restrict acc) {
+                                              const double* val, int64_t stride, int64_t nnz,
+                                              double* __restrict acc) {
     double s[W] = {};
 #pragma GCC unroll 1
     for (int64_t k = 0; k < nnz; ++k) {
-        const double v = val[k];
+        const double v = val[k * stride];
         const double* __restrict col = blk + int64_t(kSparse ? idx[k] : k) * q;
         if constexpr (kMeasure == 0) {
             for (int64_t r = 0; r < W; ++r) s[r] += v * col[r];
@@ -195,11 +201,11 @@ template <int64_t W, int kMeasure, bool kSparse>
 
 template <int kMeasure, bool kSparse>  // 0 dot, 2 l1 (sqdist uses dot)
 SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* idx, const double* val,
-                                  int64_t nnz, double* acc) {
+                                  int64_t stride, int64_t nnz, double* acc) {
     int64_t r0 = 0;
-    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
-    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
-    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, nnz, acc + r0);
+    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
 
 }  // namespace
@@ -235,33 +241,33 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
         anorm[r] = measure_ == Measure::l1 ? A_.l1norm[i] : A_.sqnorm[i];
     }
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
-    const int nt = threads_for(double(m) * q * (cost + 8.0), nthreads);
     // columns in tiles: measures into a (tile x q) buffer, one vectorised transform, then each
     // output row receives a contiguous run of the tile
     constexpr int64_t kCols = 32;
     const int64_t n_tiles = (m + kCols - 1) / kCols;
-#pragma omp parallel num_threads(nt)
-    {
+    const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
+    for_chunks(n_chunks, nthreads, [&](int64_t c) {
         std::vector<double> tile(kCols * q);
-#pragma omp for schedule(static)
-        for (int64_t tt = 0; tt < n_tiles; ++tt) {
+        for (int64_t tt = n_tiles * c / n_chunks; tt < n_tiles * (c + 1) / n_chunks; ++tt) {
             const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols);
             for (int64_t t = t0; t < t1; ++t) {
                 const int64_t j = cols ? cols[t] : t;
                 double* acc = tile.data() + (t - t0) * q;
-                const double* val = B_.sparse ? B_.values + B_.indptr[j] : B_.dense + j * d;
+                const double* val = B_.sparse ? B_.values + B_.indptr[j]
+                                              : (B_.feature_major ? B_.dense + j : B_.dense + j * d);
+                const int64_t stride = (!B_.sparse && B_.feature_major) ? B_.n : 1;
                 const int32_t* idx = B_.sparse ? B_.indices + B_.indptr[j] : nullptr;
                 const int64_t nnz = B_.sparse ? B_.indptr[j + 1] - B_.indptr[j] : d;
                 if (measure_ == Measure::l1) {
                     if (B_.sparse) {
-                        block_column<2, true>(blk.data(), q, idx, val, nnz, acc);
+                        block_column<2, true>(blk.data(), q, idx, val, 1, nnz, acc);
                         for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + B_.l1norm[j]);
                     } else {
-                        block_column<2, false>(blk.data(), q, idx, val, nnz, acc);
+                        block_column<2, false>(blk.data(), q, idx, val, stride, nnz, acc);
                     }
                 } else {
-                    if (B_.sparse) block_column<0, true>(blk.data(), q, idx, val, nnz, acc);
-                    else block_column<0, false>(blk.data(), q, idx, val, nnz, acc);
+                    if (B_.sparse) block_column<0, true>(blk.data(), q, idx, val, 1, nnz, acc);
+                    else block_column<0, false>(blk.data(), q, idx, val, stride, nnz, acc);
                     if (measure_ == Measure::sqdist) {
                         const double bn = B_.sqnorm[j];
                         for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, anorm[r] + bn - 2.0 * acc[r]);
@@ -272,10 +278,10 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
             transform(tile.data(), w * q);
             for (int64_t r = 0; r < q; ++r) {
                 T* o = out[r] + t0;
-                for (int64_t c = 0; c < w; ++c) o[c] = static_cast<T>(tile[c * q + r]);
+                for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * q + r]);
             }
         }
-    }
+    });
 }
 
 template void Kernel::block<float>(const int32_t*, int64_t, const int32_t*, int64_t, float* const*, int) const;

@@ -57,6 +57,4 @@ private:
     Measure measure_;
 };
 
-int threads_for(double work, int nthreads);
-
 }  // namespace sk

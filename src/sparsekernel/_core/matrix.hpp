@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
 
 namespace sk {
@@ -11,7 +12,8 @@ struct Matrix {
     int64_t n = 0;  // rows (points)
     int64_t d = 0;  // columns (features)
     bool sparse = false;
-    const double* dense = nullptr;    // n x d, row-major
+    bool feature_major = false;       // dense stored d x n (column k of all points contiguous)
+    const double* dense = nullptr;    // n x d, row-major (or d x n when feature_major)
     const int64_t* indptr = nullptr;  // n + 1
     const int32_t* indices = nullptr;
     const double* values = nullptr;
@@ -29,14 +31,59 @@ struct Matrix {
                     s1 += std::fabs(values[k]);
                 }
             } else {
-                const double* r = dense + i * d;
                 for (int64_t k = 0; k < d; ++k) {
-                    s2 += r[k] * r[k];
-                    s1 += std::fabs(r[k]);
+                    const double v = feature_major ? dense[k * n + i] : dense[i * d + k];
+                    s2 += v * v;
+                    s1 += std::fabs(v);
                 }
             }
             sqnorm[i] = s2;
             l1norm[i] = s1;
+        }
+    }
+};
+
+// Rows perm[0..n) of X as a new matrix (the solver's working copy in active order): CSR stays CSR,
+// dense becomes feature-major so that one kernel row is d contiguous passes over the points.
+struct PermutedCopy {
+    Matrix m;
+    std::vector<double> values;
+    std::vector<int64_t> indptr;
+    std::vector<int32_t> indices;
+
+    void build(const Matrix& X, const std::vector<int32_t>& perm) {
+        const int64_t n = int64_t(perm.size());
+        m = Matrix();
+        m.n = n;
+        m.d = X.d;
+        m.sparse = X.sparse;
+        if (X.sparse) {
+            indptr.assign(n + 1, 0);
+            for (int64_t t = 0; t < n; ++t) indptr[t + 1] = indptr[t] + (X.indptr[perm[t] + 1] - X.indptr[perm[t]]);
+            indices.resize(indptr[n]);
+            values.resize(indptr[n]);
+            for (int64_t t = 0; t < n; ++t) {
+                const int64_t src = X.indptr[perm[t]], len = X.indptr[perm[t] + 1] - src;
+                std::copy(X.indices + src, X.indices + src + len, indices.begin() + indptr[t]);
+                std::copy(X.values + src, X.values + src + len, values.begin() + indptr[t]);
+            }
+            m.indptr = indptr.data();
+            m.indices = indices.data();
+            m.values = values.data();
+        } else {
+            m.feature_major = true;
+            values.resize(n * X.d);
+            for (int64_t t = 0; t < n; ++t) {
+                const double* row = X.dense + int64_t(perm[t]) * X.d;
+                for (int64_t k = 0; k < X.d; ++k) values[k * n + t] = row[k];
+            }
+            m.dense = values.data();
+        }
+        m.sqnorm.resize(n);
+        m.l1norm.resize(n);
+        for (int64_t t = 0; t < n; ++t) {
+            m.sqnorm[t] = X.sqnorm[perm[t]];
+            m.l1norm[t] = X.l1norm[perm[t]];
         }
     }
 };

@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -15,14 +16,21 @@ namespace sk {
 
 class KernelQ {
 public:
-    KernelQ(const Kernel& kernel, const double* y, int64_t l, std::size_t cache_bytes, int nthreads)
+    // Rows are computed against a working copy of X kept in active order (PermutedCopy, rebuilt
+    // after each shrinking pass), so that a row streams through memory instead of hopping through
+    // the permutation. A precomputed kernel is read through the permutation instead.
+    KernelQ(const Matrix& X, const KernelParams& params, const double* y, int64_t l, std::size_t cache_bytes,
+            int nthreads)
         // the pair step needs two rows at once: a budget below two rows caches nothing
-        : kernel_(kernel), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0), y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads) {
+        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0),
+          y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads) {
+        const Kernel diag(X_, X_, params_);
         for (int64_t i = 0; i < l; ++i) {
             perm_[i] = int32_t(i);
-            QD_[i] = kernel_.value(i, i);
+            QD_[i] = diag.value(i, i);
         }
         kernel_evals += l;
+        rebuild_working_copy();
         scratch_[0].resize(l);
         scratch_[1].resize(l);
     }
@@ -60,20 +68,22 @@ public:
             }
         }
         if (miss_orig.empty()) return;
-        kernel_.block<float>(miss_orig.data(), int64_t(miss_orig.size()), perm_.data(), len, miss_out.data(),
-                             nthreads_);
+        kernel_->block<float>(miss_orig.data(), int64_t(miss_orig.size()), cols(), len, miss_out.data(),
+                              nthreads_);
         kernel_evals += int64_t(miss_orig.size()) * len;
         for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
     }
 
     // Position swaps of one shrinking pass, applied in order.
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
+        if (swaps.empty()) return;
         cache_.swap_indices(swaps);
         for (auto [i, j] : swaps) {
             std::swap(y_[i], y_[j]);
             std::swap(perm_[i], perm_[j]);
             std::swap(QD_[i], QD_[j]);
         }
+        rebuild_working_copy();
     }
 
     bool cached(int64_t i, int64_t len) const { return cache_.contains(i, len); }
@@ -82,8 +92,19 @@ public:
     int64_t kernel_evals = 0;
 
 private:
+    bool precomputed() const { return params_.type == KernelType::precomputed; }
+    const int32_t* cols() const { return precomputed() ? perm_.data() : nullptr; }
+    void rebuild_working_copy() {
+        if (precomputed()) {
+            kernel_ = std::make_unique<Kernel>(X_, X_, params_);
+        } else {
+            work_.build(X_, perm_);
+            kernel_ = std::make_unique<Kernel>(X_, work_.m, params_);
+        }
+    }
+
     void fill_row(int64_t i, int64_t begin, int64_t end, float* row) {
-        kernel_.row(perm_[i], perm_.data(), begin, end, row + begin, nthreads_);
+        kernel_->row(perm_[i], cols(), begin, end, row + begin, nthreads_);
         kernel_evals += end - begin;
         apply_labels(i, begin, end, row + begin);
     }
@@ -92,7 +113,10 @@ private:
         for (int64_t t = begin; t < end; ++t) out[t - begin] *= yi * float(y_[t]);
     }
 
-    const Kernel& kernel_;
+    const Matrix& X_;
+    KernelParams params_;
+    PermutedCopy work_;
+    std::unique_ptr<Kernel> kernel_;
     RowCache cache_;
     std::vector<double> y_;
     std::vector<int32_t> perm_;

@@ -21,14 +21,13 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "../parallel.hpp"
 #include "qmatrix.hpp"
 #include "terms.hpp"
 
@@ -41,7 +40,6 @@ struct SolverOptions {
     bool second_order = true;
     bool batched = false;
     int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
-    int64_t prefetch = 0;  // pair route: rows computed per kernel block on a cache miss (0/1 = one row)
     int nthreads = 1;
     double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
     std::function<bool()> interrupted;  // polled now and then; true stops the solve
@@ -77,22 +75,20 @@ public:
             update_status(t);
         }
         initialize_gradient(G0);
-        if constexpr (std::is_same_v<QM, KernelQ>) {
-            // blocks must fit in the cache with room to spare
-            prefetch_ = std::min<int64_t>(opt.prefetch, Q_.capacity_rows(l) / 4);
-        }
     }
 
     SolverResult solve() {
         SolverResult res;
-        if (opt_.batched && l_ > 2) {
-            solve_batched(res);
-        } else if (opt_.second_order) {
-            solve_pairs<true>(res);
-        } else {
-            solve_pairs<false>(res);
-        }
-        finish(res);
+        run_in_team(opt_.nthreads, [&] {
+            if (opt_.batched && l_ > 2) {
+                solve_batched(res);
+            } else if (opt_.second_order) {
+                solve_pairs<true>(res);
+            } else {
+                solve_pairs<false>(res);
+            }
+            finish(res);
+        });
         return res;
     }
 
@@ -249,54 +245,7 @@ private:
         for (int64_t k = 0; k < l_; ++k) Gbar_[k] += d * Qt[k];
     }
 
-    // Row i of Q over the active set. On a cache miss the pair route computes, in the same kernel
-    // block, the rows it expects to need next: the most violating variables of I_up and I_low
-    // (refreshed every few iterations). A block costs little more than one row (the rows of X are
-    // streamed once for all q), and the pair steps that follow find their rows in the cache.
-    const float* active_row(int64_t i) {
-        if constexpr (std::is_same_v<QM, KernelQ>) {
-            if (prefetch_ > 1 && !Q_.cached(i, active_size_)) prefetch_block(i);
-        }
-        return Q_.get_Q(i, active_size_);
-    }
-
-    void prefetch_block(int64_t i) {
-        if (candidates_stale_ || iter_now_ - candidates_iter_ >= prefetch_ / 4) refresh_candidates();
-        block_.assign(1, i);
-        for (int64_t c : candidates_) {
-            if (int64_t(block_.size()) >= prefetch_) break;
-            if (c != i && c < active_size_ && !Q_.cached(c, active_size_)) block_.push_back(c);
-        }
-        block_rows_.resize(block_.size());
-        ++dbg_blocks_; dbg_rows_ += int64_t(block_.size());
-        Q_.get_Q_block(block_.data(), int64_t(block_.size()), active_size_, block_rows_.data());
-    }
-
-    // the prefetch/2 largest F in I_up and the prefetch/2 smallest F in I_low, interleaved
-    void refresh_candidates() {
-        candidates_stale_ = false;
-        candidates_iter_ = iter_now_;
-        const int64_t half = prefetch_ / 2;
-        auto top = [&](bool up) {
-            keyed_.clear();
-            for (int64_t t = 0; t < active_size_; ++t)
-                if (up ? in_up(t) : in_low(t)) keyed_.emplace_back(up ? -F(t) : F(t), t);
-            if (int64_t(keyed_.size()) > half) {
-                std::nth_element(keyed_.begin(), keyed_.begin() + half, keyed_.end());
-                keyed_.resize(half);
-            }
-            std::sort(keyed_.begin(), keyed_.end());
-            std::vector<int64_t> out;
-            for (auto& kv : keyed_) out.push_back(kv.second);
-            return out;
-        };
-        const std::vector<int64_t> up = top(true), low = top(false);
-        candidates_.clear();
-        for (size_t k = 0; k < std::max(up.size(), low.size()); ++k) {
-            if (k < up.size()) candidates_.push_back(up[k]);
-            if (k < low.size()) candidates_.push_back(low[k]);
-        }
-    }
+    const float* active_row(int64_t i) { return Q_.get_Q(i, active_size_); }
 
     template <bool kSecondOrder>
     void solve_pairs(SolverResult& res) {
@@ -318,7 +267,7 @@ private:
                 counter = 1;
             }
             take_pair_step(i, j);
-            iter_now_ = ++res.iter;
+            ++res.iter;
         }
         if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
     }
@@ -356,7 +305,6 @@ private:
             }
         }
         Q_.swap_indices(swaps);
-        candidates_stale_ = true;  // positions moved
     }
 
     // G_t = psi'_t + G_bar_t + sum_{free s} a_s Q_st for the inactive t, choosing the cheaper loop
@@ -475,8 +423,7 @@ private:
                 if (in_low(B[r])) local_M = std::min(local_M, F(B[r]));
             }
             SolverOptions sub;
-            static const double subfac = std::getenv("SK_SUBFAC") ? std::atof(std::getenv("SK_SUBFAC")) : 0.1;
-            sub.tol = std::max(opt_.tol, subfac * (local_m - local_M));
+            sub.tol = std::max(opt_.tol, 0.1 * (local_m - local_M));  // ThunderSVM's local stopping rule
             sub.max_iter = 100 * qb;
             sub.shrinking = false;
             sub.second_order = opt_.second_order;
@@ -514,16 +461,15 @@ private:
         const int64_t nr = int64_t(rr.size()), n = active_size_;
         if (nr == 0) return;
         double* G = G_.data();
-        const int nt = threads_for(double(n) * nr, opt_.nthreads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t c0 = 0; c0 < n; c0 += 1024) {
-            const int64_t c1 = std::min(n, c0 + 1024);
+        const int64_t n_chunks = chunks_for(n, double(nr), opt_.nthreads);
+        for_chunks(n_chunks, opt_.nthreads, [&](int64_t c) {
+            const int64_t lo = n * c / n_chunks, hi = n * (c + 1) / n_chunks;
             for (int64_t r = 0; r < nr; ++r) {
                 const float* Qr = rr[r];
                 const double d = da[r];
-                for (int64_t k = c0; k < c1; ++k) G[k] += d * Qr[k];
+                for (int64_t k = lo; k < hi; ++k) G[k] += d * Qr[k];
             }
-        }
+        });
     }
 
 public:
@@ -536,7 +482,6 @@ public:
 private:
     // ------------------------------------------------------------------ result
     void finish(SolverResult& res) {
-        if (std::getenv("SK_DEBUG")) std::fprintf(stderr, "blocks %ld rows %ld\n", long(dbg_blocks_), long(dbg_rows_));
         reconstruct_gradient();
         active_size_ = l_;
         double m, M;
@@ -584,12 +529,6 @@ private:
     std::vector<char> at_lo_, at_hi_;
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
-    // pair-route prefetch state
-    int64_t prefetch_ = 0, iter_now_ = 0, candidates_iter_ = 0, dbg_blocks_ = 0, dbg_rows_ = 0;
-    bool candidates_stale_ = true;
-    std::vector<int64_t> candidates_, block_;
-    std::vector<const float*> block_rows_;
-    std::vector<std::pair<double, int64_t>> keyed_;
 };
 
 }  // namespace sk

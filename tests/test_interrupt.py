@@ -1,0 +1,126 @@
+"""Ctrl-C during a long fit: the C++ solver polls for signals, stops, and the fit raises
+KeyboardInterrupt promptly (no hang, no crash), also when the pairwise problems of a multiclass
+fit run in worker threads; afterwards the library is still usable.
+
+Each case runs in its own interpreter (sys.executable -c). The fits used here take well over a
+minute on two cores, so they are certainly still running when SIGINT arrives. The deadlines are
+generous (a loaded 2-core machine); they detect a hang, they do not measure speed.
+"""
+
+from __future__ import annotations
+
+import selectors
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+# seconds: to reach the fit (imports + data), and from SIGINT to exit (a hang if exceeded)
+STARTUP_DEADLINE = 120.0
+EXIT_DEADLINE = 20.0
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from sklearn.datasets import make_classification
+    from sparsekernel import SVC
+
+    solver, n_classes, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    X, y = make_classification(n_samples=20000 if n_classes == 2 else 16000, n_features=20,
+                               n_informative=10, n_classes=n_classes, flip_y=0.1, random_state=0)
+    model = SVC(C=1e4, tol=1e-9, solver=solver, n_jobs=2)
+    print("READY", flush=True)
+    if mode == "raise":
+        model.fit(X, y)
+        print("DONE", flush=True)  # must not be reached
+    else:
+        try:
+            model.fit(X, y)
+            print("DONE", flush=True)
+        except KeyboardInterrupt:
+            print("CAUGHT", flush=True)
+        # the library still works after an interrupted fit
+        Xs, ys = X[:300], y[:300]
+        small = SVC(solver=solver).fit(Xs, ys)
+        print("RECOVERED", small.converged_, float(np.mean(small.predict(Xs) == ys)), flush=True)
+""")
+
+
+def _run_and_interrupt(solver, n_classes, mode):
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, solver, str(n_classes), mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # SIGINT goes to the child only
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + STARTUP_DEADLINE
+        line = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            if sel.select(timeout=1.0):
+                line = proc.stdout.readline()
+                break
+        sel.close()
+        if line.strip() != "READY":
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"child did not reach the fit: {line!r}\n{out}\n{err}")
+        time.sleep(1.0)  # well inside the C++ solve by now
+        assert proc.poll() is None, "the fit ended before SIGINT"
+        proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=EXIT_DEADLINE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"no exit within {EXIT_DEADLINE}s of SIGINT (hang)\nstdout: {out}\nstderr: {err[-3000:]}")
+        return proc.returncode, line + out, err, time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _assert_not_a_crash(returncode, err):
+    # an uncaught KeyboardInterrupt exits with status 1 or, since Python 3.8, by re-raising SIGINT
+    crash_signals = {-s for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)}
+    assert returncode not in crash_signals, f"crashed with signal {-returncode}:\n{err[-3000:]}"
+    assert "Fatal Python error" not in err and "Segmentation fault" not in err
+
+
+@pytest.mark.parametrize("solver,n_classes", [("smo2", 2), ("smo1", 2), ("batched", 2), ("smo2", 4)],
+                         ids=["smo2-binary", "smo1-binary", "batched-binary", "smo2-4class-threads"])
+def test_sigint_raises_keyboard_interrupt(solver, n_classes):
+    returncode, out, err, _ = _run_and_interrupt(solver, n_classes, "raise")
+    _assert_not_a_crash(returncode, err)
+    assert "DONE" not in out
+    assert returncode in (1, -signal.SIGINT), (returncode, err[-3000:])
+    assert "Traceback" in err and "KeyboardInterrupt" in err, err[-3000:]
+    assert "fit" in err  # raised from inside SVC.fit
+
+
+@pytest.mark.parametrize("solver,n_classes", [("smo2", 2), ("batched", 4)],
+                         ids=["smo2-binary", "batched-4class-threads"])
+def test_sigint_is_catchable_and_library_recovers(solver, n_classes):
+    returncode, out, err, _ = _run_and_interrupt(solver, n_classes, "recover")
+    _assert_not_a_crash(returncode, err)
+    assert returncode == 0, err[-3000:]
+    assert "CAUGHT" in out and "DONE" not in out
+    rec = [ln for ln in out.splitlines() if ln.startswith("RECOVERED")]
+    assert rec, out
+    _, converged, acc = rec[0].split()
+    assert converged == "True" and float(acc) > 0.6
+
+
+def test_cancel_token_api():
+    from sparsekernel import _core
+
+    tok = _core.CancelToken()
+    assert tok.cancelled is False
+    tok.cancel()
+    assert tok.cancelled is True
