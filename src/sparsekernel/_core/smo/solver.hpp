@@ -163,38 +163,67 @@ private:
     // active set is optimal (m - M < tol).
     template <bool kSecondOrder>
     bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
-        double m = -std::numeric_limits<double>::infinity();
+        constexpr double kInf = std::numeric_limits<double>::infinity();
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        using Partial = SelectPartial;
+        partial_.assign(nc, Partial{});
+        // Both passes run over chunks (in parallel) and combine the chunks in order with the same
+        // comparisons as one serial scan, so the choice does not depend on the number of threads.
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            Partial& p = partial_[c];
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t)
+                if (in_up(t) && F(t) >= p.m) {
+                    p.m = F(t);
+                    p.i = t;
+                }
+        });
+        double m = -kInf;
         i = -1;
-        for (int64_t t = 0; t < active_size_; ++t)
-            if (in_up(t) && F(t) >= m) {
-                m = F(t);
-                i = t;
+        for (const Partial& p : partial_)
+            if (p.i >= 0 && p.m >= m) {
+                m = p.m;
+                i = p.i;
             }
-        double M = std::numeric_limits<double>::infinity(), best = std::numeric_limits<double>::infinity();
-        j = -1;
         const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
+        const double QDi = i >= 0 ? Q_.QD(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
         const double curv_i = i >= 0 ? term_.curvature(a_[i], lo_[i], hi_[i]) : 0.0;
-        for (int64_t t = 0; t < active_size_; ++t) {
-            if (!in_low(t)) continue;
-            const double f = F(t);
-            if constexpr (kSecondOrder) {
-                M = std::min(M, f);
-                const double b = m - f;
-                if (b > 0) {
-                    double quad = Q_.QD(i) + Q_.QD(t) - 2.0 * y_[i] * y_[t] * Qi[t] + curv_i +
-                                  term_.curvature(a_[t], lo_[t], hi_[t]);
-                    if (quad <= 0) quad = opt_.tau;
-                    const double score = -b * b / quad;
-                    if (score <= best) {
-                        best = score;
-                        j = t;
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            Partial& p = partial_[c];
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                if (!in_low(t)) continue;
+                const double f = F(t);
+                if constexpr (kSecondOrder) {
+                    p.M = std::min(p.M, f);
+                    const double b = m - f;
+                    if (b > 0) {
+                        double quad = QDi + Q_.QD(t) - 2.0 * yi * y_[t] * Qi[t] + curv_i +
+                                      term_.curvature(a_[t], lo_[t], hi_[t]);
+                        if (quad <= 0) quad = opt_.tau;
+                        const double score = -b * b / quad;
+                        if (score <= p.best) {
+                            p.best = score;
+                            p.j = t;
+                        }
                     }
+                } else if (f <= p.M) {
+                    p.M = f;
+                    p.j = t;
                 }
-            } else {
-                if (f <= M) {
-                    M = f;
-                    j = t;
+            }
+        });
+        double M = kInf, best = kInf;
+        j = -1;
+        for (const Partial& p : partial_) {
+            if constexpr (kSecondOrder) {
+                M = std::min(M, p.M);
+                if (p.j >= 0 && p.best <= best) {
+                    best = p.best;
+                    j = p.j;
                 }
+            } else if (p.j >= 0 && p.M <= M) {
+                M = p.M;
+                j = p.j;
             }
         }
         gap = m - M;
@@ -230,7 +259,10 @@ private:
     void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
         double* G = G_.data();
         const int64_t n = active_size_;
-        for (int64_t k = 0; k < n; ++k) G[k] += Qi[k] * dai + Qj[k] * daj;
+        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            for (int64_t k = n * c / nc; k < n * (c + 1) / nc; ++k) G[k] += Qi[k] * dai + Qj[k] * daj;
+        });
     }
 
     // G_bar = sum over bounded variables of a_t Q_t: lets reconstruct_gradient() rebuild the
@@ -529,6 +561,12 @@ private:
     std::vector<char> at_lo_, at_hi_;
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
+    struct SelectPartial {  // one chunk's part of the working-set selection
+        double m = -std::numeric_limits<double>::infinity(), M = std::numeric_limits<double>::infinity();
+        double best = std::numeric_limits<double>::infinity();
+        int64_t i = -1, j = -1;
+    };
+    std::vector<SelectPartial> partial_;
 };
 
 }  // namespace sk
