@@ -74,6 +74,20 @@ public:
         for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
     }
 
+    // Rows for the active positions idx[0..q) over the columns [begin, end), computed as one kernel
+    // block into out[r][0 .. end-begin) without going through the cache (gradient reconstruction).
+    void rows_range(const int64_t* idx, int64_t q, int64_t begin, int64_t end, float* const* out) {
+        std::vector<int32_t> rows(q), cols(end - begin);
+        for (int64_t r = 0; r < q; ++r) rows[r] = perm_[idx[r]];
+        for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
+        kernel_->block<float>(rows.data(), q, cols.data(), end - begin, out, nthreads_);
+        kernel_evals += q * (end - begin);
+        for (int64_t r = 0; r < q; ++r) {
+            const float yi = float(y_[idx[r]]);
+            for (int64_t t = begin; t < end; ++t) out[r][t - begin] *= yi * float(y_[t]);
+        }
+    }
+
     // Position swaps of one shrinking pass, applied in order.
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
         if (swaps.empty()) return;
@@ -135,7 +149,9 @@ public:
     int64_t size() const { return q_; }
     double QD(int64_t i) const { return QD_[i]; }
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
-    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}  // the sub-problem never shrinks
+    // the sub-problem never shrinks, so it never swaps or reconstructs
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}
+    void rows_range(const int64_t*, int64_t, int64_t, int64_t, float* const*) {}
     int64_t kernel_evals = 0;
 
 private:

@@ -167,24 +167,15 @@ private:
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
         using Partial = SelectPartial;
-        partial_.assign(nc, Partial{});
         // Both passes run over chunks (in parallel) and combine the chunks in order with the same
         // comparisons as one serial scan, so the choice does not depend on the number of threads.
-        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            Partial& p = partial_[c];
-            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t)
-                if (in_up(t) && F(t) >= p.m) {
-                    p.m = F(t);
-                    p.i = t;
-                }
-        });
-        double m = -kInf;
-        i = -1;
-        for (const Partial& p : partial_)
-            if (p.i >= 0 && p.m >= m) {
-                m = p.m;
-                i = p.i;
-            }
+        // The first pass (i) is usually done already, fused with the last gradient update.
+        double m;
+        if (!maximal_violator_known_) maximal_violator(nc, [](int64_t) {});
+        maximal_violator_known_ = false;
+        m = m_up_;
+        i = i_up_;
+        partial_.assign(nc, Partial{});
         const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
         const double QDi = i >= 0 ? Q_.QD(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
         const double curv_i = i >= 0 ? term_.curvature(a_[i], lo_[i], hi_[i]) : 0.0;
@@ -248,21 +239,46 @@ private:
         a_[i] = t >= ti ? (y_[i] > 0 ? hi_[i] : lo_[i]) : ai + y_[i] * t;
         a_[j] = t >= tj ? (y_[j] > 0 ? lo_[j] : hi_[j]) : aj - y_[j] * t;
         const double dai = a_[i] - ai, daj = a_[j] - aj;
-        update_gradient_pair(Qi, dai, Qj, daj);
         const bool bi = is_bounded(i), bj = is_bounded(j);
-        update_status(i);
+        update_status(i);  // before the gradient update, which also finds the next maximal violator
         update_status(j);
+        update_gradient_pair(Qi, dai, Qj, daj);
         update_gbar(i, ai, bi);
         update_gbar(j, aj, bj);
     }
 
+    // G += Q_i da_i + Q_j da_j over the active set, fused with the next selection's first pass
     void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
         double* G = G_.data();
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        maximal_violator(nc, [&](int64_t k) { G[k] += Qi[k] * dai + Qj[k] * daj; });
+        maximal_violator_known_ = true;
+    }
+
+    // (m_up_, i_up_) = max / argmax of F over I_up (the last index among ties, as one serial scan
+    // would give), after applying before(t) to every active t
+    template <class Before>
+    void maximal_violator(int64_t nc, Before&& before) {
+        const int64_t n = active_size_;
+        partial_.assign(nc, SelectPartial{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            for (int64_t k = n * c / nc; k < n * (c + 1) / nc; ++k) G[k] += Qi[k] * dai + Qj[k] * daj;
+            SelectPartial& p = partial_[c];
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                before(t);
+                if (in_up(t) && F(t) >= p.m) {
+                    p.m = F(t);
+                    p.i = t;
+                }
+            }
         });
+        m_up_ = -std::numeric_limits<double>::infinity();
+        i_up_ = -1;
+        for (const SelectPartial& p : partial_)
+            if (p.i >= 0 && p.m >= m_up_) {
+                m_up_ = p.m;
+                i_up_ = p.i;
+            }
     }
 
     // G_bar = sum over bounded variables of a_t Q_t: lets reconstruct_gradient() rebuild the
@@ -274,7 +290,10 @@ private:
         if (before == after) return;
         const float* Qt = Q_.get_Q(t, l_);
         const double d = after - before;
-        for (int64_t k = 0; k < l_; ++k) Gbar_[k] += d * Qt[k];
+        const int64_t nc = chunks_for(l_, 4.0, opt_.nthreads);
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            for (int64_t k = l_ * c / nc; k < l_ * (c + 1) / nc; ++k) Gbar_[k] += d * Qt[k];
+        });
     }
 
     const float* active_row(int64_t i) { return Q_.get_Q(i, active_size_); }
@@ -315,6 +334,7 @@ private:
     }
 
     void do_shrinking() {
+        maximal_violator_known_ = false;
         double m, M;
         violation_extremes(m, M);
         if (!unshrunk_ && m - M <= 10.0 * opt_.tol) {
@@ -341,25 +361,29 @@ private:
 
     // G_t = psi'_t + G_bar_t + sum_{free s} a_s Q_st for the inactive t, choosing the cheaper loop
     void reconstruct_gradient() {
+        maximal_violator_known_ = false;
         if (active_size_ == l_) return;
         for (int64_t t = active_size_; t < l_; ++t) G_[t] = Gbar_[t] + p_[t];
-        int64_t nr_free = 0;
-        for (int64_t s = 0; s < active_size_; ++s)
-            if (!is_bounded(s)) ++nr_free;
-        if (nr_free * l_ > 2 * active_size_ * (l_ - active_size_)) {
-            for (int64_t t = active_size_; t < l_; ++t) {
-                const float* Qt = Q_.get_Q(t, active_size_);
-                double s = 0;
-                for (int64_t u = 0; u < active_size_; ++u)
-                    if (!is_bounded(u)) s += a_[u] * Qt[u];
-                G_[t] += s;
-            }
-        } else {
-            for (int64_t u = 0; u < active_size_; ++u) {
-                if (is_bounded(u)) continue;
-                const float* Qu = Q_.get_Q(u, l_);
-                for (int64_t t = active_size_; t < l_; ++t) G_[t] += a_[u] * Qu[t];
-            }
+        // the free variables' rows over the inactive positions, a kernel block of them at a time
+        std::vector<int64_t> free_vars;
+        for (int64_t u = 0; u < active_size_; ++u)
+            if (!is_bounded(u) && a_[u] != 0.0) free_vars.push_back(u);
+        const int64_t width = l_ - active_size_;
+        constexpr int64_t kGroup = 64;
+        std::vector<float> tails(std::min<int64_t>(kGroup, int64_t(free_vars.size())) * width);
+        std::vector<float*> rows(kGroup);
+        for (size_t g0 = 0; g0 < free_vars.size(); g0 += kGroup) {
+            const int64_t q = std::min<int64_t>(kGroup, int64_t(free_vars.size() - g0));
+            for (int64_t r = 0; r < q; ++r) rows[r] = tails.data() + r * width;
+            Q_.rows_range(free_vars.data() + g0, q, active_size_, l_, rows.data());
+            const int64_t nc = chunks_for(width, 2.0 * q, opt_.nthreads);
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                for (int64_t r = 0; r < q; ++r) {
+                    const double au = a_[free_vars[g0 + r]];
+                    const float* row = rows[r];
+                    for (int64_t k = width * c / nc; k < width * (c + 1) / nc; ++k) G_[active_size_ + k] += au * row[k];
+                }
+            });
         }
     }
 
@@ -567,6 +591,9 @@ private:
         int64_t i = -1, j = -1;
     };
     std::vector<SelectPartial> partial_;
+    bool maximal_violator_known_ = false;  // (m_up_, i_up_) valid for the current G and active set
+    double m_up_ = 0;
+    int64_t i_up_ = -1;
 };
 
 }  // namespace sk
