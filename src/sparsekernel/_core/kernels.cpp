@@ -15,6 +15,20 @@ Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params) : A_(A), B
         case KernelType::laplacian: measure_ = Measure::l1; break;
         default: measure_ = Measure::dot; break;
     }
+    if (A_.sparse && B_.csc_indptr && p_.type != KernelType::precomputed) {
+        // work of a CSC row for each point of A: the column counts of its features in B
+        csc_work_.assign(A_.n, 0.0);
+        for (int64_t i = 0; i < A_.n; ++i)
+            for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) {
+                const int64_t f = A_.indices[k];
+                if (f < B_.d) csc_work_[i] += double(B_.csc_indptr[f + 1] - B_.csc_indptr[f]);
+            }
+    }
+}
+
+bool Kernel::use_csc(int64_t i, const int32_t* cols) const {
+    // the CSC pass wins when x_i's features are rare enough (and columns are a contiguous range)
+    return cols == nullptr && !csc_work_.empty() && csc_work_[i] < 0.7 * double(B_.indptr[B_.n]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,6 +172,25 @@ SK_MULTIVERSION void sparse_measures(const double* arow, double anorm, const Mat
     }
 }
 
+// Measures of a sparse point x (its stored entries xi, xv) against the points [begin, end) of B
+// through B's CSC copy: for each feature f of x, the points of B having f receive their term.
+// Costs sum over x's features of their column counts instead of all of B's entries.
+template <int kMeasure>
+SK_MULTIVERSION void csc_measures(const int32_t* xi, const double* xv, int64_t xnnz, double anorm, const Matrix& B,
+                                  int64_t begin, int64_t end, double* out) {
+    for (int64_t t = begin; t < end; ++t) out[t - begin] = 0.0;
+    for (int64_t k = 0; k < xnnz; ++k) {
+        const int64_t f = xi[k];
+        const double v = xv[k];
+        const int32_t* rows = B.csc_rows;
+        const int64_t lo = std::lower_bound(rows + B.csc_indptr[f], rows + B.csc_indptr[f + 1], int32_t(begin)) - rows;
+        const int64_t hi = B.csc_indptr[f + 1];
+        double* o = out - begin;
+        for (int64_t p = lo; p < hi && rows[p] < end; ++p) o[rows[p]] += sparse_term<kMeasure>(v, B.csc_values[p]);
+    }
+    for (int64_t t = begin; t < end; ++t) out[t - begin] = sparse_finish<kMeasure>(out[t - begin], anorm, B, t);
+}
+
 }  // namespace
 
 void Kernel::measures(const double* arow, int64_t i, const int32_t* cols, int64_t begin, int64_t end,
@@ -183,9 +216,33 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
         for (int64_t t = begin; t < end; ++t) out[t - begin] = static_cast<float>(arow[cols ? cols[t] : t]);
         return;
     }
+    double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
+    if (use_csc(i, cols)) {
+        // one pass per feature of x_i over the points having it (see csc_measures)
+        const double csc_cost = csc_work_[i] / double(std::max<int64_t>(1, B_.n));
+        const int64_t n_chunks = chunks_for(m, csc_cost + 8.0, nthreads);
+        const int mm = static_cast<int>(measure_);
+        const double anorm = mm == 2 ? A_.l1norm[i] : A_.sqnorm[i];
+        const int32_t* xi = A_.indices + A_.indptr[i];
+        const double* xv = A_.values + A_.indptr[i];
+        const int64_t xnnz = A_.indptr[i + 1] - A_.indptr[i];
+        for_chunks(n_chunks, nthreads, [&](int64_t c) {
+            constexpr int64_t kPiece = 4096;
+            std::vector<double> buf(kPiece);
+            const int64_t lo = begin + m * c / n_chunks, hi = begin + m * (c + 1) / n_chunks;
+            for (int64_t c0 = lo; c0 < hi; c0 += kPiece) {
+                const int64_t c1 = std::min(hi, c0 + kPiece);
+                if (mm == 0) csc_measures<0>(xi, xv, xnnz, anorm, B_, c0, c1, buf.data());
+                else if (mm == 1) csc_measures<1>(xi, xv, xnnz, anorm, B_, c0, c1, buf.data());
+                else csc_measures<2>(xi, xv, xnnz, anorm, B_, c0, c1, buf.data());
+                transform(buf.data(), c1 - c0);
+                for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
+            }
+        });
+        return;
+    }
     std::vector<double> scratch;
     const double* arow = dense_row_of_a(i, scratch);
-    const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
     const int64_t n_chunks = chunks_for(m, cost + 8.0, nthreads);
     for_chunks(n_chunks, nthreads, [&](int64_t c) {
         constexpr int64_t kPiece = 512;

@@ -51,8 +51,11 @@ private:
     void transform(double* v, int64_t n) const;  // measure -> kernel value, in place
     const double* dense_row_of_a(int64_t i, std::vector<double>& scratch) const;
 
+    bool use_csc(int64_t i, const int32_t* cols) const;
+
     const Matrix& A_;
     const Matrix& B_;
+    std::vector<double> csc_work_;  // per point of A: entries of B a CSC row would touch
     KernelParams p_;
     Measure measure_;
 };

@@ -17,6 +17,11 @@ struct Matrix {
     const int64_t* indptr = nullptr;  // n + 1
     const int32_t* indices = nullptr;
     const double* values = nullptr;
+    // optional CSC copy of a CSR matrix (row indices sorted within each column): one kernel row
+    // from a sparse point x then touches only the columns of x's features
+    const int64_t* csc_indptr = nullptr;  // d + 1
+    const int32_t* csc_rows = nullptr;
+    const double* csc_values = nullptr;
     std::vector<double> sqnorm;  // ||x_i||^2, for rbf
     std::vector<double> l1norm;  // ||x_i||_1, for laplacian
 
@@ -47,9 +52,29 @@ struct Matrix {
 // dense becomes feature-major so that one kernel row is d contiguous passes over the points.
 struct PermutedCopy {
     Matrix m;
-    std::vector<double> values;
-    std::vector<int64_t> indptr;
-    std::vector<int32_t> indices;
+    std::vector<double> values, csc_values;
+    std::vector<int64_t> indptr, csc_indptr;
+    std::vector<int32_t> indices, csc_rows;
+
+    // counting-sort transpose of the CSR working copy; rows come out sorted within each column
+    void build_csc() {
+        const int64_t d = m.d, nnz = indptr[m.n];
+        csc_indptr.assign(d + 1, 0);
+        for (int64_t k = 0; k < nnz; ++k) ++csc_indptr[indices[k] + 1];
+        for (int64_t f = 0; f < d; ++f) csc_indptr[f + 1] += csc_indptr[f];
+        csc_rows.resize(nnz);
+        csc_values.resize(nnz);
+        std::vector<int64_t> next(csc_indptr.begin(), csc_indptr.end() - 1);
+        for (int64_t t = 0; t < m.n; ++t)
+            for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
+                const int64_t p = next[indices[k]]++;
+                csc_rows[p] = int32_t(t);
+                csc_values[p] = values[k];
+            }
+        m.csc_indptr = csc_indptr.data();
+        m.csc_rows = csc_rows.data();
+        m.csc_values = csc_values.data();
+    }
 
     void build(const Matrix& X, const std::vector<int32_t>& perm) {
         const int64_t n = int64_t(perm.size());
@@ -70,6 +95,7 @@ struct PermutedCopy {
             m.indptr = indptr.data();
             m.indices = indices.data();
             m.values = values.data();
+            build_csc();
         } else {
             m.feature_major = true;
             values.resize(n * X.d);
