@@ -86,6 +86,7 @@ class Library:
     peer: bool  # a reference implementation (gets the int32-index CSR copy)
     check_route: bool = False  # record whether sklearnex really ran oneDAL
     show_iterations: bool = True  # n_iter_ comparable with libsvm's SMO iterations
+    single_threaded: bool = False  # no thread setting changes it: fitted once per (data, C)
 
 
 def _common_params(C: float, gamma: float) -> dict:
@@ -110,7 +111,8 @@ def discover_libraries() -> tuple[list[Library], list[str]]:
 
     libraries.append(Library(
         "scikit-learn", "skl",
-        lambda C, gamma, threads: SklearnSVC(**_common_params(C, gamma)), peer=True))
+        lambda C, gamma, threads: SklearnSVC(**_common_params(C, gamma)), peer=True,
+        single_threaded=True))  # LIBSVM runs on one thread whatever the setting
 
     try:
         from sklearnex.svm import SVC as IntelexSVC
@@ -393,15 +395,19 @@ class Case:
 
 
 def run_case(libraries: list[Library], data: Prepared, C: float, threads: str,
-             repeats: int) -> Case:
-    """Fit every library ``repeats`` times (interleaved) and evaluate the last fits."""
-    stats = {lib.name: FitStats() for lib in libraries}
+             repeats: int, reuse: dict[str, FitStats]) -> Case:
+    """Fit every library ``repeats`` times (interleaved) and evaluate the last fits.
+
+    A single-threaded library already measured on this (data, C) under another thread setting
+    is taken from ``reuse`` instead of being fitted again (its fits would be identical).
+    """
+    stats = {lib.name: reuse.get(lib.name, FitStats()) for lib in libraries}
     models: dict[str, object] = {}
     with thread_setting(threads):
         for _ in range(repeats):
             for lib in libraries:
                 entry = stats[lib.name]
-                if entry.error:
+                if entry.error or lib.name in reuse:
                     continue
                 models.pop(lib.name, None)  # free the previous fit first
                 model = lib.make(C, data.gamma, threads)
@@ -415,11 +421,14 @@ def run_case(libraries: list[Library], data: Prepared, C: float, threads: str,
                 entry.route = route or entry.route
                 models[lib.name] = model
     for lib in libraries:  # prediction is not timed: run it with all threads
-        if lib.name in models:
+        if lib.name in models and lib.name not in reuse:
             try:
                 describe_model(stats[lib.name], models[lib.name], data.test(lib), data.y_test)
             except Exception as exc:
                 stats[lib.name].error = f"evaluation failed: {exc!r}"
+    for lib in libraries:
+        if lib.single_threaded and not stats[lib.name].error:
+            reuse[lib.name] = stats[lib.name]
     return Case(data.name, data.n_full, C, threads, stats)
 
 
@@ -706,8 +715,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report.datasets.append(data.summary)
         for C in args.C:
+            reuse: dict[str, FitStats] = {}
             for threads in args.threads:
-                case = run_case(libraries, data, C, threads, args.repeats)
+                case = run_case(libraries, data, C, threads, args.repeats, reuse)
                 report.cases.append(case)
                 print(markdown_row([render(case) for _, render in columns]), flush=True)
                 for note in case_notes(case):

@@ -51,6 +51,7 @@ struct Matrix {
 // Rows perm[0..n) of X as a new matrix (the solver's working copy in active order): CSR stays CSR,
 // dense becomes feature-major so that one kernel row is d contiguous passes over the points.
 struct PermutedCopy {
+    static constexpr int64_t kFeatureMajorMaxD = 32;
     Matrix m;
     std::vector<double> values, csc_values;
     std::vector<int64_t> indptr, csc_indptr;
@@ -97,11 +98,13 @@ struct PermutedCopy {
             m.values = values.data();
             build_csc();
         } else {
-            m.feature_major = true;
+            // few features: d contiguous passes over the points vectorise best; many features:
+            // point by point, each a contiguous dot product (and the passes would leave the cache)
+            m.feature_major = X.d <= kFeatureMajorMaxD;
             values.resize(n * X.d);
             for (int64_t t = 0; t < n; ++t) {
                 const double* row = X.dense + int64_t(perm[t]) * X.d;
-                for (int64_t k = 0; k < X.d; ++k) values[k * n + t] = row[k];
+                for (int64_t k = 0; k < X.d; ++k) values[m.feature_major ? k * n + t : t * X.d + k] = row[k];
             }
             m.dense = values.data();
         }

@@ -37,6 +37,7 @@ public:
 
     int64_t size() const { return int64_t(perm_.size()); }
     double QD(int64_t i) const { return QD_[i]; }
+    const double* QD_data() const { return QD_.data(); }
 
     // Row i of Q over active positions [0, len).
     const float* get_Q(int64_t i, int64_t len) {
@@ -148,6 +149,7 @@ public:
     }
     int64_t size() const { return q_; }
     double QD(int64_t i) const { return QD_[i]; }
+    const double* QD_data() const { return QD_.data(); }
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
     // the sub-problem never shrinks, so it never swaps or reconstructs
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}

@@ -29,6 +29,7 @@
 
 #include "../parallel.hpp"
 #include "qmatrix.hpp"
+#include "scans.hpp"
 #include "terms.hpp"
 
 namespace sk {
@@ -163,60 +164,43 @@ private:
     // active set is optimal (m - M < tol).
     template <bool kSecondOrder>
     bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
-        constexpr double kInf = std::numeric_limits<double>::infinity();
-        const int64_t n = active_size_;
-        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
-        using Partial = SelectPartial;
+        static_assert(Term::kQuadraticObjective, "the scans assume psi'' = 0 (entropic terms add it to quad)");
         // Both passes run over chunks (in parallel) and combine the chunks in order with the same
         // comparisons as one serial scan, so the choice does not depend on the number of threads.
         // The first pass (i) is usually done already, fused with the last gradient update.
-        double m;
-        if (!maximal_violator_known_) maximal_violator(nc, [](int64_t) {});
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        if (!maximal_violator_known_) {
+            up_.assign(nc, UpScan{});
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                up_[c] = scan_up(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), n * c / nc, n * (c + 1) / nc);
+            });
+            combine_up();
+        }
         maximal_violator_known_ = false;
-        m = m_up_;
+        const double m = m_up_;
         i = i_up_;
-        partial_.assign(nc, Partial{});
         const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
         const double QDi = i >= 0 ? Q_.QD(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
-        const double curv_i = i >= 0 ? term_.curvature(a_[i], lo_[i], hi_[i]) : 0.0;
+        low_.assign(nc, LowScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            Partial& p = partial_[c];
-            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
-                if (!in_low(t)) continue;
-                const double f = F(t);
-                if constexpr (kSecondOrder) {
-                    p.M = std::min(p.M, f);
-                    const double b = m - f;
-                    if (b > 0) {
-                        double quad = QDi + Q_.QD(t) - 2.0 * yi * y_[t] * Qi[t] + curv_i +
-                                      term_.curvature(a_[t], lo_[t], hi_[t]);
-                        if (quad <= 0) quad = opt_.tau;
-                        const double score = -b * b / quad;
-                        if (score <= p.best) {
-                            p.best = score;
-                            p.j = t;
-                        }
-                    }
-                } else if (f <= p.M) {
-                    p.M = f;
-                    p.j = t;
-                }
+            const int64_t lo = n * c / nc, hi = n * (c + 1) / nc;
+            if constexpr (kSecondOrder) {
+                low_[c] = scan_low_second_order(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), Q_.QD_data(), Qi,
+                                                QDi, yi, m, opt_.tau, lo, hi);
+            } else {
+                low_[c] = scan_low_first_order(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), lo, hi);
             }
         });
-        double M = kInf, best = kInf;
-        j = -1;
-        for (const Partial& p : partial_) {
-            if constexpr (kSecondOrder) {
-                M = std::min(M, p.M);
-                if (p.j >= 0 && p.best <= best) {
-                    best = p.best;
-                    j = p.j;
-                }
-            } else if (p.j >= 0 && p.M <= M) {
-                M = p.M;
-                j = p.j;
-            }
+        LowScan best{std::numeric_limits<double>::infinity(), 0.0, 1.0, -1};
+        double M = std::numeric_limits<double>::infinity();
+        for (const LowScan& p : low_) {
+            M = std::min(M, p.M);
+            if (p.j < 0) continue;
+            const bool take = kSecondOrder ? better_pair(p.bb, p.qq, best.bb, best.qq) : p.M <= best.M;
+            if (take) best = p;
         }
+        j = best.j;
         gap = m - M;
         return i < 0 || j < 0 || !(gap >= opt_.tol);
     }
@@ -249,32 +233,21 @@ private:
 
     // G += Q_i da_i + Q_j da_j over the active set, fused with the next selection's first pass
     void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
-        double* G = G_.data();
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
-        maximal_violator(nc, [&](int64_t k) { G[k] += Qi[k] * dai + Qj[k] * daj; });
+        up_.assign(nc, UpScan{});
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            up_[c] = scan_update_gradient(G_.data(), Qi, dai, Qj, daj, y_.data(), at_lo_.data(), at_hi_.data(),
+                                          n * c / nc, n * (c + 1) / nc);
+        });
+        combine_up();
         maximal_violator_known_ = true;
     }
 
-    // (m_up_, i_up_) = max / argmax of F over I_up (the last index among ties, as one serial scan
-    // would give), after applying before(t) to every active t
-    template <class Before>
-    void maximal_violator(int64_t nc, Before&& before) {
-        const int64_t n = active_size_;
-        partial_.assign(nc, SelectPartial{});
-        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            SelectPartial& p = partial_[c];
-            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
-                before(t);
-                if (in_up(t) && F(t) >= p.m) {
-                    p.m = F(t);
-                    p.i = t;
-                }
-            }
-        });
+    void combine_up() {
         m_up_ = -std::numeric_limits<double>::infinity();
         i_up_ = -1;
-        for (const SelectPartial& p : partial_)
+        for (const UpScan& p : up_)
             if (p.i >= 0 && p.m >= m_up_) {
                 m_up_ = p.m;
                 i_up_ = p.i;
@@ -585,12 +558,8 @@ private:
     std::vector<char> at_lo_, at_hi_;
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
-    struct SelectPartial {  // one chunk's part of the working-set selection
-        double m = -std::numeric_limits<double>::infinity(), M = std::numeric_limits<double>::infinity();
-        double best = std::numeric_limits<double>::infinity();
-        int64_t i = -1, j = -1;
-    };
-    std::vector<SelectPartial> partial_;
+    std::vector<UpScan> up_;  // per-chunk partial results of the scans
+    std::vector<LowScan> low_;
     bool maximal_violator_known_ = false;  // (m_up_, i_up_) valid for the current G and active set
     double m_up_ = 0;
     int64_t i_up_ = -1;
