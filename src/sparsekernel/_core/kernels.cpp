@@ -233,7 +233,8 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
         const int64_t xnnz = A_.indptr[i + 1] - A_.indptr[i];
         for_chunks(n_chunks, nthreads, [&](int64_t c) {
             constexpr int64_t kPiece = 4096;
-            std::vector<double> buf(kPiece);
+            thread_local std::vector<double> buf;  // no allocation per chunk
+            buf.resize(kPiece);
             const int64_t lo = begin + m * c / n_chunks, hi = begin + m * (c + 1) / n_chunks;
             for (int64_t c0 = lo; c0 < hi; c0 += kPiece) {
                 const int64_t c1 = std::min(hi, c0 + kPiece);
@@ -342,7 +343,8 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
     const int64_t n_tiles = (m + kCols - 1) / kCols;
     const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
     for_chunks(n_chunks, nthreads, [&](int64_t c) {
-        std::vector<double> tile(kCols * q);
+        thread_local std::vector<double> tile;  // no allocation per chunk
+        tile.resize(kCols * q);
         for (int64_t tt = n_tiles * c / n_chunks; tt < n_tiles * (c + 1) / n_chunks; ++tt) {
             const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols);
             for (int64_t t = t0; t < t1; ++t) {

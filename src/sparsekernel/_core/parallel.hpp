@@ -29,13 +29,14 @@ void for_chunks(int64_t n_chunks, int nthreads, Fn&& fn) {
     }
 }
 
-// Chunk count for n items of `cost` operations each: about 4 chunks per thread, none below ~20k
-// operations (a task costs a microsecond or two).
+// Chunk count for n items of `cost` operations each: two chunks per thread (some balance when a
+// core is busy elsewhere, few task hand-offs otherwise), none below ~20k operations (a task costs
+// a microsecond or two).
 inline int64_t chunks_for(int64_t n, double cost, int nthreads) {
     if (nthreads <= 1 || n <= 0) return 1;
     const double total = double(n) * cost;
     const int64_t by_work = int64_t(total / 20000.0);
-    return std::max<int64_t>(1, std::min<int64_t>({by_work, int64_t(4) * nthreads, n}));
+    return std::max<int64_t>(1, std::min<int64_t>({by_work, int64_t(2) * nthreads, n}));
 }
 
 // Runs body() on the calling thread (the master: Python's signal checks need it) within a team of

@@ -2,8 +2,10 @@
 // arrays (compiled for several instruction sets, see simd.hpp). Each scans the positions [lo, hi);
 // the engine splits the active set into chunks and combines the partial results in chunk order.
 //
-// Notation: F_t = -y_t G_t; t is in I_up when it can move along +y_t (y_t > 0 ? a_t < hi_t : a_t > lo_t),
-// in I_low when it can move along -y_t.
+// Notation: F_t = -y_t G_t; t is in I_up (up[t] = 1) when it can move along +y_t
+// (y_t > 0 ? a_t < hi_t : a_t > lo_t), in I_low (low[t] = 1) when it can move along -y_t.
+// scans.cpp is compiled with -ffinite-math-only -fno-signed-zeros so that the min/max reductions
+// vectorise: its sentinels are finite (kHuge) and no infinity or NaN reaches it.
 #pragma once
 #include <cstdint>
 
@@ -15,29 +17,29 @@ struct UpScan {  // max / argmax of F over I_up (last index among ties)
 };
 
 struct LowScan {  // the j side of the working-set selection
-    double M;    // min F over I_low
-    double bb;   // second order: b_j^2 of the best j so far (b = m - F_j)
-    double qq;   //               and its curvature; best = max b^2/quad, compared without division
-    int64_t j;   // -1 when none
+    double M;     // min F over I_low
+    double gain;  // second order: b_j^2 / quad_j of the best j so far (b = m - F_j), -1 if none
+    int64_t j;    // -1 when none
 };
 
 // G_t += Qi_t dai + Qj_t daj, then the I_up scan on the new gradient (the next iteration's i).
 UpScan scan_update_gradient(double* G, const float* Qi, double dai, const float* Qj, double daj, const double* y,
-                            const char* at_lo, const char* at_hi, int64_t lo, int64_t hi);
+                            const uint8_t* up, int64_t lo, int64_t hi);
 
-UpScan scan_up(const double* G, const double* y, const char* at_lo, const char* at_hi, int64_t lo, int64_t hi);
+UpScan scan_up(const double* G, const double* y, const uint8_t* up, int64_t lo, int64_t hi);
 
 // Second order (Fan, Chen & Lin 2005, WSS 2): j minimising -b^2/quad over I_low with b = m - F_j > 0,
 // quad = QD_i + QD_j - 2 y_i y_j Qi_j (tau when not positive).
-LowScan scan_low_second_order(const double* G, const double* y, const char* at_lo, const char* at_hi,
-                              const double* QD, const float* Qi, double QDi, double yi, double m, double tau,
-                              int64_t lo, int64_t hi);
+LowScan scan_low_second_order(const double* G, const double* y, const uint8_t* low, const double* QD,
+                              const float* Qi, double QDi, double yi, double m, double tau, int64_t lo, int64_t hi);
 
 // First order: j = argmin F over I_low (last index among ties).
-LowScan scan_low_first_order(const double* G, const double* y, const char* at_lo, const char* at_hi, int64_t lo,
-                             int64_t hi);
+LowScan scan_low_first_order(const double* G, const double* y, const uint8_t* low, int64_t lo, int64_t hi);
 
-// Does candidate (bb, qq) beat (or tie) the best (best_bb, best_qq)? -bb/qq <= -best_bb/best_qq.
-inline bool better_pair(double bb, double qq, double best_bb, double best_qq) { return bb * best_qq >= best_bb * qq; }
+// Every scan works in blocks of kScanBlock positions: a vectorisable pass computes the block's
+// candidate values and their extremum, and only a block that improves on the best so far is
+// searched (backwards) for its index. Ties go to the last index, as in one serial scan.
+constexpr int64_t kScanBlock = 256;
+constexpr double kHuge = 1e300;  // "none" (finite, see above)
 
 }  // namespace sk

@@ -69,7 +69,7 @@ public:
            const double* hi, const double* a0, const SolverOptions& opt, const double* G0 = nullptr)
         : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
           y_(y, y + l), p_(p, p + l), lo_(lo, lo + l), hi_(hi, hi + l), a_(l, 0.0), G_(l), Gbar_(),
-          at_lo_(l), at_hi_(l), active_set_(l) {
+          at_lo_(l), at_hi_(l), can_up_(l), can_low_(l), active_set_(l) {
         for (int64_t t = 0; t < l; ++t) {
             active_set_[t] = t;
             if (a0) a_[t] = a0[t];
@@ -96,12 +96,14 @@ public:
 private:
     // ------------------------------------------------------------------ bookkeeping
     double F(int64_t t) const { return -y_[t] * G_[t]; }
-    bool in_up(int64_t t) const { return y_[t] > 0 ? !at_hi_[t] : !at_lo_[t]; }
-    bool in_low(int64_t t) const { return y_[t] > 0 ? !at_lo_[t] : !at_hi_[t]; }
+    bool in_up(int64_t t) const { return can_up_[t] != 0; }
+    bool in_low(int64_t t) const { return can_low_[t] != 0; }
     bool is_bounded(int64_t t) const { return at_lo_[t] || at_hi_[t]; }
     void update_status(int64_t t) {
         at_lo_[t] = a_[t] <= lo_[t];
         at_hi_[t] = a_[t] >= hi_[t];
+        can_up_[t] = y_[t] > 0 ? !at_hi_[t] : !at_lo_[t];
+        can_low_[t] = y_[t] > 0 ? !at_lo_[t] : !at_hi_[t];
     }
     bool keep_gbar() const { return opt_.shrinking; }
 
@@ -135,6 +137,8 @@ private:
         if (keep_gbar()) std::swap(Gbar_[i], Gbar_[j]);
         std::swap(at_lo_[i], at_lo_[j]);
         std::swap(at_hi_[i], at_hi_[j]);
+        std::swap(can_up_[i], can_up_[j]);
+        std::swap(can_low_[i], can_low_[j]);
         std::swap(active_set_[i], active_set_[j]);
     }
 
@@ -173,35 +177,40 @@ private:
         if (!maximal_violator_known_) {
             up_.assign(nc, UpScan{});
             for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-                up_[c] = scan_up(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), n * c / nc, n * (c + 1) / nc);
+                up_[c] = scan_up(G_.data(), y_.data(), can_up_.data(), n * c / nc, n * (c + 1) / nc);
             });
             combine_up();
         }
         maximal_violator_known_ = false;
         const double m = m_up_;
         i = i_up_;
+        if (i < 0) {  // nothing can move up: optimal (and no infinity may reach the scans)
+            j = -1;
+            gap = 0.0;
+            return true;
+        }
         const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
         const double QDi = i >= 0 ? Q_.QD(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
         low_.assign(nc, LowScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             const int64_t lo = n * c / nc, hi = n * (c + 1) / nc;
             if constexpr (kSecondOrder) {
-                low_[c] = scan_low_second_order(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), Q_.QD_data(), Qi,
-                                                QDi, yi, m, opt_.tau, lo, hi);
+                low_[c] = scan_low_second_order(G_.data(), y_.data(), can_low_.data(), Q_.QD_data(), Qi, QDi, yi, m,
+                                                opt_.tau, lo, hi);
             } else {
-                low_[c] = scan_low_first_order(G_.data(), y_.data(), at_lo_.data(), at_hi_.data(), lo, hi);
+                low_[c] = scan_low_first_order(G_.data(), y_.data(), can_low_.data(), lo, hi);
             }
         });
-        LowScan best{std::numeric_limits<double>::infinity(), 0.0, 1.0, -1};
-        double M = std::numeric_limits<double>::infinity();
+        LowScan best{kHuge, -1.0, -1};
+        double M = kHuge;
         for (const LowScan& p : low_) {
             M = std::min(M, p.M);
             if (p.j < 0) continue;
-            const bool take = kSecondOrder ? better_pair(p.bb, p.qq, best.bb, best.qq) : p.M <= best.M;
+            const bool take = kSecondOrder ? p.gain >= best.gain : p.M <= best.M;
             if (take) best = p;
         }
         j = best.j;
-        gap = m - M;
+        gap = (i >= 0 && M < kHuge) ? m - M : 0.0;
         return i < 0 || j < 0 || !(gap >= opt_.tol);
     }
 
@@ -237,8 +246,8 @@ private:
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
         up_.assign(nc, UpScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            up_[c] = scan_update_gradient(G_.data(), Qi, dai, Qj, daj, y_.data(), at_lo_.data(), at_hi_.data(),
-                                          n * c / nc, n * (c + 1) / nc);
+            up_[c] = scan_update_gradient(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), n * c / nc,
+                                          n * (c + 1) / nc);
         });
         combine_up();
         maximal_violator_known_ = true;
@@ -555,7 +564,8 @@ private:
     SolverOptions opt_;
     int64_t l_, active_size_;
     std::vector<double> y_, p_, lo_, hi_, a_, G_, Gbar_;
-    std::vector<char> at_lo_, at_hi_;
+    std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound
+    std::vector<uint8_t> can_up_, can_low_;  // t in I_up / I_low (derived from the above and y_t)
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
