@@ -21,8 +21,6 @@ public:
     // receives how many leading entries already hold data (0 for a new row). Returns nullptr when
     // a row of that length cannot fit in the budget at all; the caller then uses its own scratch.
     float* get(int64_t i, int64_t len, int64_t* valid);
-    // Like get() for a row that is known to be absent or short is fine too; does not count a hit.
-    bool contains(int64_t i, int64_t len) const { return entries_[i].len >= len; }
 
     void swap_index(int64_t i, int64_t j) { swap_indices({{i, j}}); }
     // Apply a sequence of position swaps (one shrinking pass): each cached row is visited once.

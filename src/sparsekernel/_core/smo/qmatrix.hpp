@@ -101,7 +101,6 @@ public:
         rebuild_working_copy();
     }
 
-    bool cached(int64_t i, int64_t len) const { return cache_.contains(i, len); }
     int64_t capacity_rows(int64_t len) const { return cache_.capacity_rows(len); }
     const RowCache& cache() const { return cache_; }
     int64_t kernel_evals = 0;
