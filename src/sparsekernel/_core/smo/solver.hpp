@@ -395,19 +395,33 @@ private:
         };
         top(up);
         top(low);
+        // q/2 fresh violators, then the previous block's variables (newest first: ThunderSVM's
+        // FIFO working set, which keeps a block from oscillating), then more violators
+        const std::vector<int64_t> prev = B;
         B.clear();
         size_t iu = 0, il = 0;
-        while (int64_t(B.size()) < q && (iu < up.size() || il < low.size())) {
-            for (auto* side : {&up, &low}) {
-                size_t& pos = side == &up ? iu : il;
-                while (pos < side->size() && taken[(*side)[pos].second]) ++pos;
-                if (pos < side->size() && int64_t(B.size()) < q) {
-                    taken[(*side)[pos].second] = 1;
-                    B.push_back((*side)[pos].second);
-                    ++pos;
+        auto take_violators = [&](int64_t until) {
+            while (int64_t(B.size()) < until && (iu < up.size() || il < low.size())) {
+                for (auto* side : {&up, &low}) {
+                    size_t& pos = side == &up ? iu : il;
+                    while (pos < side->size() && taken[(*side)[pos].second]) ++pos;
+                    if (pos < side->size() && int64_t(B.size()) < until) {
+                        taken[(*side)[pos].second] = 1;
+                        B.push_back((*side)[pos].second);
+                        ++pos;
+                    }
                 }
             }
+        };
+        take_violators(prev.empty() ? q : q / 2);
+        for (int64_t t : prev) {
+            if (int64_t(B.size()) >= q) break;
+            if (t < active_size_ && !taken[t]) {
+                taken[t] = 1;
+                B.push_back(t);
+            }
         }
+        take_violators(q);
         for (int64_t t : B) taken[t] = 0;
     }
 
@@ -429,6 +443,7 @@ private:
             if (opt_.shrinking && since_shrink >= std::min<int64_t>(l_, 1000)) {
                 do_shrinking();
                 since_shrink = 0;
+                B.clear();  // positions moved: no previous block to keep
             }
             double m, M;
             violation_extremes(m, M);
