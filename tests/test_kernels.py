@@ -17,7 +17,7 @@ from sklearn.svm import SVC as SkSVC
 
 from _helpers import dataset, sparsify, with_int64_indices
 from sparsekernel import SVC, _core
-from sparsekernel._base import KERNELS, core_matrix, resolve_gamma
+from sparsekernel._base import KERNELS, core_matrix, n_threads, resolve_gamma
 
 # (name, params, sklearn function): params are (gamma, coef0, degree)
 KERNEL_CASES = [
@@ -60,7 +60,7 @@ def _as(X, fmt):
 
 
 def _ours(A, B, kernel, g, c, d, n_jobs=-1):
-    return _core.kernel_matrix(core_matrix(A), core_matrix(B), KERNELS[kernel], g, c, d, n_jobs)
+    return _core.kernel_matrix(core_matrix(A), core_matrix(B), KERNELS[kernel], g, c, d, n_threads(n_jobs))
 
 
 def _assert_kernel_close(K, R, kernel):

@@ -33,20 +33,28 @@ SOLVERS = ("auto", "smo2", "smo1", "batched")
 _AUTO_ROUTE = "smo2"
 
 
-def _ovr_from_ovo(dec, n_classes):
-    """One-vs-rest scores from one-vs-one decision values (LIBSVM pair order, + means the first
-    class of the pair): votes plus a tie-breaking confidence squashed into (-1/3, 1/3)."""
+def _pairs(n_classes):
+    """The one-vs-one problems in LIBSVM's order: (a, b) for a < b."""
+    return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+def _ovo_votes(dec, n_classes):
+    """Votes of the one-vs-one decision values (LIBSVM pair order, > 0 votes for the first class)."""
     votes = np.zeros((dec.shape[0], n_classes))
+    for k, (a, b) in enumerate(_pairs(n_classes)):
+        votes[:, a] += dec[:, k] > 0
+        votes[:, b] += dec[:, k] <= 0
+    return votes
+
+
+def _ovr_from_ovo(dec, n_classes):
+    """One-vs-rest scores from one-vs-one decision values: votes plus a tie-breaking confidence
+    squashed into (-1/3, 1/3)."""
     conf = np.zeros((dec.shape[0], n_classes))
-    k = 0
-    for i in range(n_classes):
-        for j in range(i + 1, n_classes):
-            conf[:, i] += dec[:, k]
-            conf[:, j] -= dec[:, k]
-            votes[dec[:, k] > 0, i] += 1
-            votes[dec[:, k] <= 0, j] += 1
-            k += 1
-    return votes + conf / (3 * (np.abs(conf) + 1))
+    for k, (a, b) in enumerate(_pairs(n_classes)):
+        conf[:, a] += dec[:, k]
+        conf[:, b] -= dec[:, k]
+    return _ovo_votes(dec, n_classes) + conf / (3 * (np.abs(conf) + 1))
 
 
 class SVC(ClassifierMixin, BaseEstimator):
@@ -200,7 +208,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.shape_fit_ = X.shape
 
         n_classes = len(self.classes_)
-        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        pairs = _pairs(n_classes)
         # the pairwise problems run in parallel (one thread each) when there are enough of them
         workers = threads if len(pairs) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
@@ -269,7 +277,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.dual_objective_ = np.array([r["obj"] for r in results])
         self.kkt_gap_ = np.array([r["gap"] for r in results])
         self.converged_ = all(r["status"] == 0 for r in results)
-        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "grad", "idx", "y")}
+        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "idx", "y")}
                               for r in results]
         self.fit_status_ = 0 if self.converged_ else 1
 
@@ -288,7 +296,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         """LIBSVM's decision values, one column per pair (a, b), positive meaning class a."""
         n_classes = len(self.classes_)
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+        pairs = _pairs(n_classes)
         dec = np.empty((X.shape[0], len(pairs)))
         for sl, K in self._kernel_chunks(X):
             for k, (a, b) in enumerate(pairs):
@@ -328,14 +336,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             return self.classes_[(dec[:, 0] <= 0).astype(int)]
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(_ovr_from_ovo(dec, n_classes), axis=1)]
-        votes = np.zeros((X.shape[0], n_classes), dtype=np.int64)
-        k = 0
-        for a in range(n_classes):
-            for b in range(a + 1, n_classes):
-                votes[:, a] += dec[:, k] > 0
-                votes[:, b] += dec[:, k] <= 0
-                k += 1
-        return self.classes_[np.argmax(votes, axis=1)]
+        return self.classes_[np.argmax(_ovo_votes(dec, n_classes), axis=1)]  # ties: first class
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

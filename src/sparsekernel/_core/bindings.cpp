@@ -5,7 +5,6 @@
 #include <nanobind/stl/string.h>
 
 #include <Python.h>
-#include <omp.h>
 
 #include <atomic>
 #include <memory>
@@ -73,22 +72,16 @@ sk::KernelParams make_params(int kernel, double gamma, double coef0, int degree)
     return p;
 }
 
-int resolve_threads(int n_jobs) {
-    int hw = omp_get_num_procs();
-    if (n_jobs <= 0) return std::max(1, hw + 1 + n_jobs);  // -1 = all, -2 = all but one
-    return n_jobs;
-}
-
 // K(A[rows], B) as a dense float64 matrix (prediction, tests).
 nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, const PyMatrix& B, int kernel,
-                                                           double gamma, double coef0, int degree, int n_jobs) {
+                                                           double gamma, double coef0, int degree, int nthreads) {
+    nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python (_base.n_threads)
     sk::Kernel K(A.m, B.m, make_params(kernel, gamma, coef0, degree));
     const int64_t na = A.m.n, nbr = B.m.n;
     auto* out = new double[std::max<int64_t>(1, na * nbr)];
     nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
     {
         nb::gil_scoped_release release;
-        const int nthreads = resolve_threads(n_jobs);
         constexpr int64_t kRows = 256;
         std::vector<int32_t> rows(kRows);
         std::vector<double*> outs(kRows);
@@ -116,7 +109,7 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
 nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, DArray y,
                            DArray p, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter,
                            bool shrinking, bool second_order, bool batched, int64_t q, double cache_mb,
-                           int n_jobs, CancelToken* cancel) {
+                           int nthreads, CancelToken* cancel) {
     const int64_t l = int64_t(y.shape(0));
     if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != l)
         throw std::invalid_argument("solve: inconsistent lengths");
@@ -133,7 +126,7 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     opt.second_order = second_order;
     opt.batched = batched;
     opt.q = q;
-    opt.nthreads = resolve_threads(n_jobs);
+    opt.nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python
     bool interrupted = false;
     opt.interrupted = [&interrupted, cancel]() {
         if (cancel && cancel->flag.load()) interrupted = true;
@@ -165,7 +158,6 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     }
     nb::dict d;
     d["alpha"] = to_numpy(res.alpha);
-    d["grad"] = to_numpy(res.grad);
     d["rho"] = res.rho;
     d["obj"] = res.obj;
     d["gap"] = res.gap;
@@ -190,13 +182,12 @@ NB_MODULE(_core, m) {
         .def_prop_ro("shape", [](const PyMatrix& pm) { return nb::make_tuple(pm.m.n, pm.m.d); })
         .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
-          "n_jobs"_a = -1);
+          "nthreads"_a = 1);
     m.def("solve_linear_term", &solve_linear_term, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a,
           "p"_a, "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a,
-          "batched"_a, "q"_a, "cache_mb"_a, "n_jobs"_a, "cancel"_a.none() = nb::none());
+          "batched"_a, "q"_a, "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none());
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })
         .def_prop_ro("cancelled", [](const CancelToken& t) { return t.flag.load(); });
-    m.def("num_procs", []() { return omp_get_num_procs(); });
 }

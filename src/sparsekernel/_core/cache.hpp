@@ -1,7 +1,7 @@
 // LRU cache of float32 rows of Q with a hard budget in bytes.
 //
 // Rows are addressed by the solver's *active positions* (LIBSVM's convention): when shrinking
-// swaps two positions, swap_index() swaps them in the cache and inside every cached row, so a row
+// swaps positions, swap_indices() swaps them in the cache and inside every cached row, so a row
 // computed for the first `len` active positions stays valid after the active set shrinks, and is
 // extended (its tail computed) when it grows again.
 #pragma once
@@ -22,11 +22,9 @@ public:
     // a row of that length cannot fit in the budget at all; the caller then uses its own scratch.
     float* get(int64_t i, int64_t len, int64_t* valid);
 
-    void swap_index(int64_t i, int64_t j) { swap_indices({{i, j}}); }
     // Apply a sequence of position swaps (one shrinking pass): each cached row is visited once.
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps);
 
-    std::size_t budget_bytes() const { return budget_ * sizeof(float); }
     std::size_t peak_bytes() const { return peak_ * sizeof(float); }
     // How many rows of length len fit in the budget.
     int64_t capacity_rows(int64_t len) const { return len > 0 ? int64_t(budget_ / std::size_t(len)) : 0; }

@@ -41,8 +41,6 @@ public:
     void block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, T* const* out,
                int nthreads) const;
 
-    const KernelParams& params() const { return p_; }
-
 private:
     enum class Measure { dot, sqdist, l1 };
     // raw measures of a_i (given densely as arow) against b_{cols[t]}, t in [begin, end)

@@ -35,7 +35,6 @@ public:
         scratch_[1].resize(l);
     }
 
-    int64_t size() const { return int64_t(perm_.size()); }
     double QD(int64_t i) const { return QD_[i]; }
     const double* QD_data() const { return QD_.data(); }
 
@@ -146,7 +145,6 @@ public:
     DenseQ(const float* Q, int64_t q) : Q_(Q), q_(q), QD_(q) {
         for (int64_t i = 0; i < q; ++i) QD_[i] = Q_[i * q + i];
     }
-    int64_t size() const { return q_; }
     double QD(int64_t i) const { return QD_[i]; }
     const double* QD_data() const { return QD_.data(); }
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }

@@ -50,7 +50,6 @@ enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2 };
 
 struct SolverResult {
     std::vector<double> alpha;  // in the original order
-    std::vector<double> grad;   // G = Qa + psi'(a), original order
     double rho = 0;             // decision function f(x) = sum_i y_i a_i K(x_i, x) - rho
     double obj = 0;
     double gap = 0;             // final m - M
@@ -545,10 +544,8 @@ private:
         for (int64_t t = 0; t < l_; ++t) obj += a_[t] * (G_[t] + p_[t]);
         res.obj = 0.5 * obj;
         res.alpha.assign(l_, 0.0);
-        res.grad.assign(l_, 0.0);
         for (int64_t t = 0; t < l_; ++t) {
             res.alpha[active_set_[t]] = a_[t];
-            res.grad[active_set_[t]] = G_[t];
         }
     }
 
