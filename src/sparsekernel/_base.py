@@ -10,11 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _core
 
 KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "laplacian": 4, "precomputed": 5}
+
+# separable terms of the SMO engine (_core.solve): psi(a) = p a, or C G(a / C) + p a (KLR)
+TERM_LINEAR, TERM_ENTROPIC = 0, 1
 
 # rows of test points per kernel block during prediction (bounds the memory of K(X, SV))
 _PREDICT_CHUNK_ENTRIES = 1 << 22
@@ -128,6 +131,58 @@ class KernelEvaluator:
         for start in range(0, X.shape[0], step):
             sl = slice(start, min(X.shape[0], start + step))
             yield sl, self(X[sl], B_core)
+
+
+class KernelModelMixin:
+    """What every kernel-expansion estimator shares: input checks for dense / CSR / precomputed X,
+    the kernel between new points and the stored expansion vectors, pickling and tags.
+
+    The estimator sets ``kernel``, ``gamma``-derived ``_gamma``, ``coef0``, ``degree``, ``n_jobs``,
+    ``shape_fit_``, ``support_`` and ``support_vectors_`` (and ``_sv_core`` through ``_set_support``).
+    """
+
+    def _accept_sparse(self):
+        return False if self.kernel == "precomputed" else "csr"
+
+    def _check_precomputed(self, X, fit):
+        if self.kernel != "precomputed":
+            return
+        if fit and X.shape[0] != X.shape[1]:
+            raise ValueError(f"a precomputed kernel for fit must be square, got shape {X.shape}")
+        if not fit and X.shape[1] != self.shape_fit_[0]:
+            raise ValueError(
+                f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
+                f"(one column per training sample), got {X.shape}")
+
+    def _validate_X(self, X):
+        X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C",
+                          reset=False)
+        self._check_precomputed(X, fit=False)
+        return X
+
+    def _kernel_chunks(self, X):
+        """Yield (slice, K(X[slice], support vectors)) in row chunks of bounded memory."""
+        if self.kernel == "precomputed":
+            yield slice(0, X.shape[0]), np.asarray(X, dtype=np.float64)[:, self.support_]
+            return
+        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
+        yield from ev.chunks(X, self._sv_core, len(self.support_))
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_sv_core", None)  # a view of C++ memory: rebuilt on load
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "support_vectors_" in state and self.kernel != "precomputed":
+            self._sv_core = core_matrix(self.support_vectors_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
 
 
 def run_parallel(fn, tasks, n_workers):

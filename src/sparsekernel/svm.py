@@ -16,7 +16,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._base import (
     KERNELS,
-    KernelEvaluator,
+    TERM_LINEAR,
+    KernelModelMixin,
     canonical_csr,
     check_kernel_params,
     check_positive,
@@ -57,7 +58,7 @@ def _ovr_from_ovo(dec, n_classes):
     return _ovo_votes(dec, n_classes) + conf / (3 * (np.abs(conf) + 1))
 
 
-class SVC(ClassifierMixin, BaseEstimator):
+class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
     """C-Support Vector Classification on sparsekernel's SMO engine.
 
     A drop-in for :class:`sklearn.svm.SVC` (same parameters and fitted attributes where they make
@@ -167,25 +168,6 @@ class SVC(ClassifierMixin, BaseEstimator):
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         return n_threads(self.n_jobs)
 
-    def _accept_sparse(self):
-        return False if self.kernel == "precomputed" else "csr"
-
-    def _check_precomputed(self, X, fit):
-        if self.kernel != "precomputed":
-            return
-        if fit and X.shape[0] != X.shape[1]:
-            raise ValueError(f"a precomputed kernel for fit must be square, got shape {X.shape}")
-        if not fit and X.shape[1] != self.shape_fit_[0]:
-            raise ValueError(
-                f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
-                f"(one column per training sample), got {X.shape}")
-
-    def _validate_X(self, X):
-        X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C",
-                          reset=False)
-        self._check_precomputed(X, fit=False)
-        return X
-
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
@@ -222,9 +204,9 @@ class SVC(ClassifierMixin, BaseEstimator):
                 Xp = np.ascontiguousarray(X[np.ix_(idx, idx)])
             yp = np.where(y_enc[idx] == a, 1.0, -1.0)
             hi = np.ascontiguousarray(Ci[idx])
-            r = _core.solve_linear_term(
-                core_matrix(Xp), KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), yp,
-                np.full(len(idx), -1.0), np.zeros(len(idx)), hi, None, float(self.tol), int(self.max_iter),
+            r = _core.solve(
+                core_matrix(Xp), KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
+                yp, np.full(len(idx), -1.0), None, np.zeros(len(idx)), hi, None, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched",
                 int(self.working_set_size or 0), float(self.cache_size), inner_threads, token)
             r["idx"] = idx
@@ -281,16 +263,6 @@ class SVC(ClassifierMixin, BaseEstimator):
                               for r in results]
         self.fit_status_ = 0 if self.converged_ else 1
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_sv_core", None)  # a view of C++ memory: rebuilt on load
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if "support_vectors_" in state and self.kernel != "precomputed":
-            self._sv_core = core_matrix(self.support_vectors_)
-
     # ------------------------------------------------------------------ prediction
     def _ovo_decision(self, X):
         """LIBSVM's decision values, one column per pair (a, b), positive meaning class a."""
@@ -305,13 +277,6 @@ class SVC(ClassifierMixin, BaseEstimator):
                 dec[sl, k] = (K[:, sa] @ self._dual_coef[b - 1, sa] + K[:, sb] @ self._dual_coef[a, sb]
                               + self._intercept[k])
         return dec
-
-    def _kernel_chunks(self, X):
-        if self.kernel == "precomputed":
-            yield slice(0, X.shape[0]), np.asarray(X, dtype=np.float64)[:, self.support_]
-            return
-        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
-        yield from ev.chunks(X, self._sv_core, len(self.support_))
 
     def decision_function(self, X):
         """Decision values: shape (n,) for two classes (> 0 means classes_[1]); (n, n_classes) for
@@ -337,9 +302,3 @@ class SVC(ClassifierMixin, BaseEstimator):
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(_ovr_from_ovo(dec, n_classes), axis=1)]
         return self.classes_[np.argmax(_ovo_votes(dec, n_classes), axis=1)]  # ties: first class
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags

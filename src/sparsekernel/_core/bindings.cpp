@@ -105,28 +105,37 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
     return nb::ndarray<nb::numpy, T, nb::ndim<1>>(out, {v.size()}, owner);
 }
 
-// Solve the generic dual with the linear separable term psi_i(a) = p_i a (C-SVC: p = -1).
-nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, DArray y,
-                           DArray p, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter,
-                           bool shrinking, bool second_order, bool batched, int64_t q, double cache_mb,
-                           int nthreads, CancelToken* cancel) {
+// Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
+// psi_i(a) = p_i a (term 0: SVC, SVR) or C_i G(a / C_i) + p_i a (term 1: KLR / S-KLR with p = -lam).
+nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, int term, DArray y, DArray p,
+               nb::object C, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter, bool shrinking,
+               bool second_order, bool batched, int64_t q, double cache_mb, int nthreads, CancelToken* cancel,
+               bool trace) {
     const int64_t l = int64_t(y.shape(0));
     if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != l)
         throw std::invalid_argument("solve: inconsistent lengths");
-    std::vector<double> alpha0(l, 0.0);
-    if (!a0.is_none()) {
-        DArray a = nb::cast<DArray>(a0);
-        if (int64_t(a.shape(0)) != l) throw std::invalid_argument("solve: a0 has the wrong length");
-        std::copy(a.data(), a.data() + l, alpha0.begin());
-    }
+    if (term != 0 && term != 1) throw std::invalid_argument("solve: unknown term code");
+    auto take = [l](nb::object o, const char* what) {
+        std::vector<double> v;
+        if (o.is_none()) return v;
+        DArray arr = nb::cast<DArray>(o);
+        if (int64_t(arr.shape(0)) != l) throw std::invalid_argument(std::string("solve: wrong length of ") + what);
+        v.assign(arr.data(), arr.data() + l);
+        return v;
+    };
+    std::vector<double> alpha0 = take(a0, "a0"), scale = take(C, "C");
+    if (alpha0.empty()) alpha0.assign(l, 0.0);
+    if (term == 1 && scale.empty()) throw std::invalid_argument("solve: the entropic term needs C");
     sk::SolverOptions opt;
     opt.tol = tol;
     opt.max_iter = max_iter;
-    opt.shrinking = shrinking;
+    opt.shrinking = shrinking && !trace;  // the trace's objective needs every gradient current
     opt.second_order = second_order;
-    opt.batched = batched;
+    opt.batched = batched && !trace;
     opt.q = q;
     opt.nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python
+    std::vector<double> trace_values;
+    if (trace) opt.trace = &trace_values;
     bool interrupted = false;
     opt.interrupted = [&interrupted, cancel]() {
         if (cancel && cancel->flag.load()) interrupted = true;
@@ -144,9 +153,16 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
         nb::gil_scoped_release release;
         sk::KernelQ Q(X.m, make_params(kernel, gamma, coef0, degree), y.data(), l,
                       std::size_t(cache_mb * 1024.0 * 1024.0), opt.nthreads);
-        sk::Solver<sk::KernelQ, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), lo.data(),
-                                                       hi.data(), alpha0.data(), opt);
-        res = solver.solve();
+        const double* Cp = scale.empty() ? nullptr : scale.data();
+        if (term == 0) {
+            sk::Solver<sk::KernelQ, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp, lo.data(),
+                                                           hi.data(), alpha0.data(), opt);
+            res = solver.solve();
+        } else {
+            sk::Solver<sk::KernelQ, sk::EntropicTerm> solver(Q, sk::EntropicTerm{}, l, y.data(), p.data(), Cp,
+                                                             lo.data(), hi.data(), alpha0.data(), opt);
+            res = solver.solve();
+        }
         kernel_evals = Q.kernel_evals;
         hits = Q.cache().hits;
         misses = Q.cache().misses;
@@ -158,6 +174,7 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     }
     nb::dict d;
     d["alpha"] = to_numpy(res.alpha);
+    d["grad"] = to_numpy(res.grad);
     d["rho"] = res.rho;
     d["obj"] = res.obj;
     d["gap"] = res.gap;
@@ -169,6 +186,7 @@ nb::dict solve_linear_term(const PyMatrix& X, int kernel, double gamma, double c
     d["cache_hits"] = hits;
     d["cache_misses"] = misses;
     d["cache_peak_bytes"] = peak;
+    if (trace) d["trace"] = to_numpy(trace_values);
     return d;
 }
 
@@ -183,9 +201,9 @@ NB_MODULE(_core, m) {
         .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
-    m.def("solve_linear_term", &solve_linear_term, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a,
-          "p"_a, "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a,
-          "batched"_a, "q"_a, "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none());
+    m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
+          "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a, "batched"_a, "q"_a,
+          "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false);
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })

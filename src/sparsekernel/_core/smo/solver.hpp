@@ -44,12 +44,15 @@ struct SolverOptions {
     int nthreads = 1;
     double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
     std::function<bool()> interrupted;  // polled now and then; true stops the solve
+    // test-only trace of the pair route: per step, the objective after it and ||a^{k+1} - a^k||^2
+    std::vector<double>* trace = nullptr;
 };
 
 enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2 };
 
 struct SolverResult {
     std::vector<double> alpha;  // in the original order
+    std::vector<double> grad;   // final G = Qa + psi'(a), in the original order
     double rho = 0;             // decision function f(x) = sum_i y_i a_i K(x_i, x) - rho
     double obj = 0;
     double gap = 0;             // final m - M
@@ -62,17 +65,23 @@ struct SolverResult {
 template <class QM, class Term>
 class Solver {
 public:
-    // p: the linear part of psi' (psi_i'(a) = p_i for LinearTerm). a0 must be feasible. G0, if
-    // given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up).
-    Solver(QM& Q, const Term& term, int64_t l, const double* y, const double* p, const double* lo,
-           const double* hi, const double* a0, const SolverOptions& opt, const double* G0 = nullptr)
+    // psi_i(a) = h(a; C_i) + p_i a (terms.hpp); C may be null for the linear term. a0 must be
+    // feasible. G0, if given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up).
+    Solver(QM& Q, const Term& term, int64_t l, const double* y, const double* p, const double* C,
+           const double* lo, const double* hi, const double* a0, const SolverOptions& opt,
+           const double* G0 = nullptr)
         : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
-          y_(y, y + l), p_(p, p + l), lo_(lo, lo + l), hi_(hi, hi + l), a_(l, 0.0), G_(l), Gbar_(),
+          y_(y, y + l), p_(p, p + l), C_(l, 0.0), lo_(lo, lo + l), hi_(hi, hi + l), a_(l, 0.0), G_(l), Gbar_(),
           at_lo_(l), at_hi_(l), can_up_(l), can_low_(l), active_set_(l) {
+        if (C) C_.assign(C, C + l);
         for (int64_t t = 0; t < l; ++t) {
             active_set_[t] = t;
             if (a0) a_[t] = a0[t];
             update_status(t);
+        }
+        if constexpr (!kQuadratic) {
+            diag_.resize(l);
+            for (int64_t t = 0; t < l; ++t) diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
         }
         initialize_gradient(G0);
     }
@@ -93,8 +102,18 @@ public:
     }
 
 private:
+    static constexpr bool kQuadratic = Term::kQuadraticObjective;
+
     // ------------------------------------------------------------------ bookkeeping
     double F(int64_t t) const { return -y_[t] * G_[t]; }
+    double dpsi(int64_t t) const { return term_.dh(a_[t], C_[t]) + p_[t]; }  // psi_t'(a_t)
+    // Q_tt + psi_t''(a_t): the diagonal the second-order selection uses (S-KLR eq. 35)
+    double diag(int64_t t) const {
+        if constexpr (kQuadratic) return Q_.QD(t); else return diag_[t];
+    }
+    const double* diag_data() const {
+        if constexpr (kQuadratic) return Q_.QD_data(); else return diag_.data();
+    }
     bool in_up(int64_t t) const { return can_up_[t] != 0; }
     bool in_low(int64_t t) const { return can_low_[t] != 0; }
     bool is_bounded(int64_t t) const { return at_lo_[t] || at_hi_[t]; }
@@ -106,22 +125,57 @@ private:
     }
     bool keep_gbar() const { return opt_.shrinking; }
 
+    // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q:
+    // with many nonzeros it runs as kernel blocks (rows_range) instead of one cached row at a time.
     void initialize_gradient(const double* G0) {
         if (keep_gbar()) Gbar_.assign(l_, 0.0);
         if (G0) {
             G_.assign(G0, G0 + l_);
         } else {
-            for (int64_t t = 0; t < l_; ++t) G_[t] = p_[t];
+            for (int64_t t = 0; t < l_; ++t) G_[t] = dpsi(t);
         }
-        for (int64_t i = 0; i < l_; ++i) {
-            if (a_[i] == 0.0) continue;
-            if (!G0 || (keep_gbar() && is_bounded(i))) {
-                const float* Qi = Q_.get_Q(i, l_);
-                if (!G0)
-                    for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
-                if (keep_gbar() && is_bounded(i))
-                    for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+        std::vector<int64_t> vars;  // the rows this start-up needs
+        for (int64_t i = 0; i < l_; ++i)
+            if (a_[i] != 0.0 && (!G0 || (keep_gbar() && is_bounded(i)))) vars.push_back(i);
+        if constexpr (std::is_same_v<QM, KernelQ>) {
+            if (vars.size() >= 64) {
+                for_row_blocks(vars, 0, l_, [&](int64_t i, const float* row, int64_t k0, int64_t k1) {
+                    const double ai = a_[i];
+                    if (!G0)
+                        for (int64_t k = k0; k < k1; ++k) G_[k] += ai * row[k];
+                    if (keep_gbar() && is_bounded(i))
+                        for (int64_t k = k0; k < k1; ++k) Gbar_[k] += ai * row[k];
+                });
+                return;
             }
+        }
+        for (int64_t i : vars) {
+            const float* Qi = Q_.get_Q(i, l_);
+            if (!G0)
+                for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
+            if (keep_gbar() && is_bounded(i))
+                for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+        }
+    }
+
+    // Rows of Q for the active positions `vars` over the columns [begin, end), computed as kernel
+    // blocks of up to 64 rows without the cache; apply(var, row, k0, k1) consumes row[k - begin]
+    // for k in [k0, k1), the columns split over the threads.
+    template <class Apply>
+    void for_row_blocks(const std::vector<int64_t>& vars, int64_t begin, int64_t end, Apply apply) {
+        const int64_t width = end - begin;
+        constexpr int64_t kGroup = 64;
+        std::vector<float> tails(std::min<int64_t>(kGroup, int64_t(vars.size())) * width);
+        std::vector<float*> rows(kGroup);
+        for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
+            const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
+            for (int64_t r = 0; r < q; ++r) rows[r] = tails.data() + r * width;
+            Q_.rows_range(vars.data() + g0, q, begin, end, rows.data());
+            const int64_t nc = chunks_for(width, 2.0 * q, opt_.nthreads);
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                const int64_t k0 = begin + width * c / nc, k1 = begin + width * (c + 1) / nc;
+                for (int64_t r = 0; r < q; ++r) apply(vars[g0 + r], rows[r], k0, k1);
+            });
         }
     }
 
@@ -129,6 +183,8 @@ private:
     void swap_index(int64_t i, int64_t j) {
         std::swap(y_[i], y_[j]);
         std::swap(p_[i], p_[j]);
+        std::swap(C_[i], C_[j]);
+        if constexpr (!kQuadratic) std::swap(diag_[i], diag_[j]);
         std::swap(lo_[i], lo_[j]);
         std::swap(hi_[i], hi_[j]);
         std::swap(a_[i], a_[j]);
@@ -163,11 +219,11 @@ private:
     // ------------------------------------------------------------------ pair route
     // Working-set selection. i = argmax_{I_up} F (the maximal violator). j over I_low: first order
     // takes argmin F; second order (Fan-Chen-Lin WSS 2) minimises -b^2/quad with b = F_i - F_j > 0,
-    // quad = K_ii + K_jj - 2K_ij + psi''_i + psi''_j (tau when not positive). Returns true when the
-    // active set is optimal (m - M < tol).
+    // quad = K_ii + K_jj - 2K_ij + psi''_i + psi''_j (tau when not positive); for the entropic term
+    // this is S-KLR eqs. (33)-(35): b here is |v_ij| of (34) (its step 1 must read +lam y_i, as (34)),
+    // and the curvature sits in diag(). Returns true when the active set is optimal (m - M < tol).
     template <bool kSecondOrder>
     bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
-        static_assert(Term::kQuadraticObjective, "the scans assume psi'' = 0 (entropic terms add it to quad)");
         // Both passes run over chunks (in parallel) and combine the chunks in order with the same
         // comparisons as one serial scan, so the choice does not depend on the number of threads.
         // The first pass (i) is usually done already, fused with the last gradient update.
@@ -189,12 +245,12 @@ private:
             return true;
         }
         const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
-        const double QDi = i >= 0 ? Q_.QD(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
+        const double QDi = i >= 0 ? diag(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
         low_.assign(nc, LowScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             const int64_t lo = n * c / nc, hi = n * (c + 1) / nc;
             if constexpr (kSecondOrder) {
-                low_[c] = scan_low_second_order(G_.data(), y_.data(), can_low_.data(), Q_.QD_data(), Qi, QDi, yi, m,
+                low_[c] = scan_low_second_order(G_.data(), y_.data(), can_low_.data(), diag_data(), Qi, QDi, yi, m,
                                                 opt_.tau, lo, hi);
             } else {
                 low_[c] = scan_low_first_order(G_.data(), y_.data(), can_low_.data(), lo, hi);
@@ -222,10 +278,13 @@ private:
         const double tj = y_[j] > 0 ? aj - lo_[j] : hi_[j] - aj;
         PairProblem pp;
         pp.b = F(i) - F(j);
-        pp.quad = Q_.QD(i) + Q_.QD(j) - 2.0 * y_[i] * y_[j] * Qi[j] + term_.curvature(ai, lo_[i], hi_[i]) +
-                  term_.curvature(aj, lo_[j], hi_[j]);
+        pp.kquad = Q_.QD(i) + Q_.QD(j) - 2.0 * y_[i] * y_[j] * Qi[j];
+        pp.quad = diag(i) + diag(j) - 2.0 * y_[i] * y_[j] * Qi[j];
         if (pp.quad <= 0) pp.quad = opt_.tau;
         pp.t_max = std::min(ti, tj);
+        pp.ai = ai; pp.yi = y_[i]; pp.Ci = C_[i];
+        pp.aj = aj; pp.yj = y_[j]; pp.Cj = C_[j];
+        pp.tol = opt_.tol;
         const double t = std::max(0.0, term_.pair_step(pp));
         // land exactly on a bound when the step is clipped there
         a_[i] = t >= ti ? (y_[i] > 0 ? hi_[i] : lo_[i]) : ai + y_[i] * t;
@@ -234,9 +293,19 @@ private:
         const bool bi = is_bounded(i), bj = is_bounded(j);
         update_status(i);  // before the gradient update, which also finds the next maximal violator
         update_status(j);
+        if constexpr (!kQuadratic) {  // psi' and psi'' move with a_i, a_j only: O(1)
+            G_[i] += term_.dh(a_[i], C_[i]) - term_.dh(ai, C_[i]);
+            G_[j] += term_.dh(a_[j], C_[j]) - term_.dh(aj, C_[j]);
+            diag_[i] = Q_.QD(i) + term_.d2h(a_[i], C_[i]);
+            diag_[j] = Q_.QD(j) + term_.d2h(a_[j], C_[j]);
+        }
         update_gradient_pair(Qi, dai, Qj, daj);
         update_gbar(i, ai, bi);
         update_gbar(j, aj, bj);
+        if (opt_.trace) {
+            opt_.trace->push_back(objective());
+            opt_.trace->push_back(dai * dai + daj * daj);
+        }
     }
 
     // G += Q_i da_i + Q_j da_j over the active set, fused with the next selection's first pass
@@ -340,32 +409,19 @@ private:
         Q_.swap_indices(swaps);
     }
 
-    // G_t = psi'_t + G_bar_t + sum_{free s} a_s Q_st for the inactive t, choosing the cheaper loop
+    // G_t = psi'_t + G_bar_t + sum_{free s} a_s Q_st for the inactive t: the free variables' rows
+    // over the inactive positions, a kernel block of them at a time
     void reconstruct_gradient() {
         maximal_violator_known_ = false;
         if (active_size_ == l_) return;
-        for (int64_t t = active_size_; t < l_; ++t) G_[t] = Gbar_[t] + p_[t];
-        // the free variables' rows over the inactive positions, a kernel block of them at a time
+        for (int64_t t = active_size_; t < l_; ++t) G_[t] = Gbar_[t] + dpsi(t);
         std::vector<int64_t> free_vars;
         for (int64_t u = 0; u < active_size_; ++u)
             if (!is_bounded(u) && a_[u] != 0.0) free_vars.push_back(u);
-        const int64_t width = l_ - active_size_;
-        constexpr int64_t kGroup = 64;
-        std::vector<float> tails(std::min<int64_t>(kGroup, int64_t(free_vars.size())) * width);
-        std::vector<float*> rows(kGroup);
-        for (size_t g0 = 0; g0 < free_vars.size(); g0 += kGroup) {
-            const int64_t q = std::min<int64_t>(kGroup, int64_t(free_vars.size() - g0));
-            for (int64_t r = 0; r < q; ++r) rows[r] = tails.data() + r * width;
-            Q_.rows_range(free_vars.data() + g0, q, active_size_, l_, rows.data());
-            const int64_t nc = chunks_for(width, 2.0 * q, opt_.nthreads);
-            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-                for (int64_t r = 0; r < q; ++r) {
-                    const double au = a_[free_vars[g0 + r]];
-                    const float* row = rows[r];
-                    for (int64_t k = width * c / nc; k < width * (c + 1) / nc; ++k) G_[active_size_ + k] += au * row[k];
-                }
-            });
-        }
+        for_row_blocks(free_vars, active_size_, l_, [&](int64_t u, const float* row, int64_t k0, int64_t k1) {
+            const double au = a_[u];
+            for (int64_t k = k0; k < k1; ++k) G_[k] += au * row[k - active_size_];
+        });
     }
 
     // ------------------------------------------------------------------ batched route
@@ -435,7 +491,7 @@ private:
         std::vector<char> taken(l_, 0);
         std::vector<const float*> rows(q);
         std::vector<float> Qsub;
-        std::vector<double> sy, sp, slo, shi, sa, sg;
+        std::vector<double> sy, sp, sC, slo, shi, sa, sg;
         int64_t since_shrink = 0;
         while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
             if (poll_interrupt(res)) return;
@@ -458,16 +514,16 @@ private:
             Q_.get_Q_block(B.data(), qb, active_size_, rows.data());
             // the sub-problem in the block's variables: Q_BB, p_B = G_B - Q_BB a_B, same boxes
             Qsub.resize(qb * qb);
-            sy.resize(qb); sp.resize(qb); slo.resize(qb); shi.resize(qb); sa.resize(qb); sg.resize(qb);
+            sy.resize(qb); sp.resize(qb); sC.resize(qb); slo.resize(qb); shi.resize(qb); sa.resize(qb); sg.resize(qb);
             for (int64_t r = 0; r < qb; ++r) {
                 const int64_t t = B[r];
                 for (int64_t s = 0; s < qb; ++s) Qsub[r * qb + s] = rows[r][B[s]];
-                sy[r] = y_[t]; slo[r] = lo_[t]; shi[r] = hi_[t]; sa[r] = a_[t]; sg[r] = G_[t];
+                sy[r] = y_[t]; sC[r] = C_[t]; slo[r] = lo_[t]; shi[r] = hi_[t]; sa[r] = a_[t]; sg[r] = G_[t];
             }
-            for (int64_t r = 0; r < qb; ++r) {
+            for (int64_t r = 0; r < qb; ++r) {  // p_B = G_B - Q_BB a_B - h'(a_B): same gradient at a_B
                 double qa = 0;
                 for (int64_t s = 0; s < qb; ++s) qa += double(Qsub[r * qb + s]) * sa[s];
-                sp[r] = sg[r] - qa;
+                sp[r] = sg[r] - qa - term_.dh(sa[r], sC[r]);
             }
             double local_m = -std::numeric_limits<double>::infinity(), local_M = -local_m;
             for (int64_t r = 0; r < qb; ++r) {
@@ -481,8 +537,8 @@ private:
             sub.second_order = opt_.second_order;
             sub.tau = opt_.tau;
             DenseQ dq(Qsub.data(), qb);
-            Solver<DenseQ, Term> inner(dq, term_, qb, sy.data(), sp.data(), slo.data(), shi.data(), sa.data(), sub,
-                                       sg.data());
+            Solver<DenseQ, Term> inner(dq, term_, qb, sy.data(), sp.data(), sC.data(), slo.data(), shi.data(),
+                                       sa.data(), sub, sg.data());
             SolverResult sr;
             inner.solve_pairs_into(sr);
             res.iter += sr.iter;
@@ -495,6 +551,10 @@ private:
                 const double a_old = a_[t];
                 const bool was_bounded = is_bounded(t);
                 a_[t] = inner.alpha_view()[r];
+                if constexpr (!kQuadratic) {
+                    G_[t] += term_.dh(a_[t], C_[t]) - term_.dh(a_old, C_[t]);
+                    diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
+                }
                 update_status(t);
                 update_gbar(t, a_old, was_bounded);
             }
@@ -540,13 +600,21 @@ private:
         violation_extremes(m, M);
         res.gap = (std::isfinite(m) && std::isfinite(M)) ? m - M : 0.0;
         res.rho = calculate_rho();
-        double obj = 0;
-        for (int64_t t = 0; t < l_; ++t) obj += a_[t] * (G_[t] + p_[t]);
-        res.obj = 0.5 * obj;
+        res.obj = objective();
         res.alpha.assign(l_, 0.0);
+        res.grad.assign(l_, 0.0);
         for (int64_t t = 0; t < l_; ++t) {
             res.alpha[active_set_[t]] = a_[t];
+            res.grad[active_set_[t]] = G_[t];
         }
+    }
+
+    // f(a) = sum_t 1/2 a_t (Qa)_t + h(a_t) + p_t a_t, with (Qa)_t = G_t - psi'_t (all positions current)
+    double objective() const {
+        double obj = 0;
+        for (int64_t t = 0; t < active_size_; ++t)
+            obj += 0.5 * a_[t] * (G_[t] - dpsi(t)) + term_.h(a_[t], C_[t]) + p_[t] * a_[t];
+        return obj;
     }
 
     // rho = average of y_t G_t = -F_t over the free variables; without free ones, the midpoint of
@@ -575,7 +643,8 @@ private:
     Term term_;
     SolverOptions opt_;
     int64_t l_, active_size_;
-    std::vector<double> y_, p_, lo_, hi_, a_, G_, Gbar_;
+    std::vector<double> y_, p_, C_, lo_, hi_, a_, G_, Gbar_;
+    std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
     std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound
     std::vector<uint8_t> can_up_, can_low_;  // t in I_up / I_low (derived from the above and y_t)
     std::vector<int64_t> active_set_;
