@@ -304,27 +304,36 @@ SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* i
     for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
 
+// acc[r] = ||a_r||^2 + ||b||^2 - 2 acc[r] (clamped at 0): dot products to squared distances
+SK_MULTIVERSION void dots_to_sqdist(double* __restrict acc, const double* __restrict anorm, double bn, int64_t q) {
+    for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, anorm[r] + bn - 2.0 * acc[r]);
+}
+
+// the sparse L1 correction (see sparse_measures): acc[r] += ||a_r||_1 + ||b||_1, clamped at 0
+SK_MULTIVERSION void l1_correction(double* __restrict acc, const double* __restrict anorm, double bn, int64_t q) {
+    for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + bn);
+}
+
+// out[cc] += sum_r w[r] tile[cc * q + r] for cc < nw
+SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t nw, const double* __restrict w,
+                                      double* __restrict out) {
+    for (int64_t cc = 0; cc < nw; ++cc) {
+        const double* col = tile + cc * q;
+        double s = 0;
+        for (int64_t r = 0; r < q; ++r) s += w[r] * col[r];
+        out[cc] += s;
+    }
+}
+
 }  // namespace
 
-template <class T>
-void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, T* const* out,
-                   int nthreads) const {
-    if (q <= 0 || m <= 0) return;
-    if (p_.type == KernelType::precomputed) {
-        for (int64_t r = 0; r < q; ++r) {
-            const double* arow = A_.dense + int64_t(rows[r]) * A_.d;
-            for (int64_t t = 0; t < m; ++t) out[r][t] = static_cast<T>(arow[cols ? cols[t] : t]);
-        }
-        return;
-    }
+// The q rows of A (densified, transposed) against the columns [0, m) of B (cols: optional index
+// map), in tiles of kCols columns spread over the threads: consume(t0, w, tile) receives the kernel
+// values of columns t0 .. t0 + w as tile[cc * q + r] = K(a_{rows[r]}, b_{cols[t0 + cc]}).
+template <class Consume>
+void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, int nthreads,
+                             Consume consume) const {
     const int64_t d = A_.d;
-    // The densified block (d x q doubles) must stay small; very wide data goes in narrower blocks.
-    constexpr int64_t kMaxBlockEntries = int64_t(1) << 22;
-    if (d * q > kMaxBlockEntries && q > 1) {
-        const int64_t qh = std::max<int64_t>(1, kMaxBlockEntries / std::max<int64_t>(1, d));
-        for (int64_t r0 = 0; r0 < q; r0 += qh) block(rows + r0, std::min(qh, q - r0), cols, m, out + r0, nthreads);
-        return;
-    }
     std::vector<double> blk(d * q, 0.0), anorm(q);
     for (int64_t r = 0; r < q; ++r) {
         const int64_t i = rows[r];
@@ -337,8 +346,6 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
         anorm[r] = measure_ == Measure::l1 ? A_.l1norm[i] : A_.sqnorm[i];
     }
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
-    // columns in tiles: measures into a (tile x q) buffer, one vectorised transform, then each
-    // output row receives a contiguous run of the tile
     constexpr int64_t kCols = 32;
     const int64_t n_tiles = (m + kCols - 1) / kCols;
     const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
@@ -358,26 +365,72 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
                 if (measure_ == Measure::l1) {
                     if (B_.sparse) {
                         block_column<2, true>(blk.data(), q, idx, val, 1, nnz, acc);
-                        for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + B_.l1norm[j]);
+                        l1_correction(acc, anorm.data(), B_.l1norm[j], q);
                     } else {
                         block_column<2, false>(blk.data(), q, idx, val, stride, nnz, acc);
                     }
                 } else {
                     if (B_.sparse) block_column<0, true>(blk.data(), q, idx, val, 1, nnz, acc);
                     else block_column<0, false>(blk.data(), q, idx, val, stride, nnz, acc);
-                    if (measure_ == Measure::sqdist) {
-                        const double bn = B_.sqnorm[j];
-                        for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, anorm[r] + bn - 2.0 * acc[r]);
-                    }
+                    if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], q);
                 }
             }
-            const int64_t w = t1 - t0;
-            transform(tile.data(), w * q);
-            for (int64_t r = 0; r < q; ++r) {
-                T* o = out[r] + t0;
-                for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * q + r]);
-            }
+            transform(tile.data(), (t1 - t0) * q);
+            consume(t0, t1 - t0, tile.data());
         }
+    });
+}
+
+// The densified block (d x q doubles) must stay small; very wide data goes in narrower blocks.
+static int64_t max_block_rows(int64_t d) {
+    constexpr int64_t kMaxBlockEntries = int64_t(1) << 22;
+    return std::max<int64_t>(1, kMaxBlockEntries / std::max<int64_t>(1, d));
+}
+
+template <class T>
+void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, T* const* out,
+                   int nthreads) const {
+    if (q <= 0 || m <= 0) return;
+    if (p_.type == KernelType::precomputed) {
+        for (int64_t r = 0; r < q; ++r) {
+            const double* arow = A_.dense + int64_t(rows[r]) * A_.d;
+            for (int64_t t = 0; t < m; ++t) out[r][t] = static_cast<T>(arow[cols ? cols[t] : t]);
+        }
+        return;
+    }
+    const int64_t qh = max_block_rows(A_.d);
+    if (q > qh) {
+        for (int64_t r0 = 0; r0 < q; r0 += qh) block(rows + r0, std::min(qh, q - r0), cols, m, out + r0, nthreads);
+        return;
+    }
+    // each output row receives a contiguous run of the tile
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t w, const double* tile) {
+        for (int64_t r = 0; r < q; ++r) {
+            T* o = out[r] + t0;
+            for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * q + r]);
+        }
+    });
+}
+
+void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
+                          double* out, int nthreads) const {
+    if (q <= 0 || m <= 0) return;
+    if (p_.type == KernelType::precomputed) {
+        for (int64_t r = 0; r < q; ++r) {
+            const double* arow = A_.dense + int64_t(rows[r]) * A_.d;
+            for (int64_t t = 0; t < m; ++t) out[t] += w[r] * arow[cols ? cols[t] : t];
+        }
+        return;
+    }
+    const int64_t qh = max_block_rows(A_.d);
+    if (q > qh) {
+        for (int64_t r0 = 0; r0 < q; r0 += qh)
+            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads);
+        return;
+    }
+    // the tile is consumed where it was computed: nothing of size q x m is ever written
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, const double* tile) {
+        weighted_columns(tile, q, nw, w, out + t0);
     });
 }
 

@@ -41,8 +41,16 @@ public:
     void block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, T* const* out,
                int nthreads) const;
 
+    // out[t] += sum_r w[r] K(a_{rows[r]}, b_{cols[t]}) for t < m: a kernel-vector product computed
+    // tile by tile without storing the block (the O(N^2) start-up of kernel logistic regression).
+    void weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
+                      double* out, int nthreads) const;
+
 private:
     enum class Measure { dot, sqdist, l1 };
+    template <class Consume>
+    void for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, int nthreads,
+                         Consume consume) const;
     // raw measures of a_i (given densely as arow) against b_{cols[t]}, t in [begin, end)
     void measures(const double* arow, int64_t i, const int32_t* cols, int64_t begin, int64_t end,
                   double* out) const;

@@ -74,18 +74,19 @@ public:
         for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
     }
 
-    // Rows for the active positions idx[0..q) over the columns [begin, end), computed as one kernel
-    // block into out[r][0 .. end-begin) without going through the cache (gradient reconstruction).
-    void rows_range(const int64_t* idx, int64_t q, int64_t begin, int64_t end, float* const* out) {
+    // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
+    // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum).
+    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out) {
         std::vector<int32_t> rows(q), cols(end - begin);
-        for (int64_t r = 0; r < q; ++r) rows[r] = perm_[idx[r]];
-        for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
-        kernel_->block<float>(rows.data(), q, cols.data(), end - begin, out, nthreads_);
-        kernel_evals += q * (end - begin);
+        std::vector<double> w(q), sum(end - begin, 0.0);
         for (int64_t r = 0; r < q; ++r) {
-            const float yi = float(y_[idx[r]]);
-            for (int64_t t = begin; t < end; ++t) out[r][t - begin] *= yi * float(y_[t]);
+            rows[r] = perm_[idx[r]];
+            w[r] = coef[r] * y_[idx[r]];
         }
+        for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
+        kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_);
+        kernel_evals += q * (end - begin);
+        for (int64_t t = begin; t < end; ++t) out[t - begin] += y_[t] * sum[t - begin];
     }
 
     // Position swaps of one shrinking pass, applied in order.
@@ -150,7 +151,7 @@ public:
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
     // the sub-problem never shrinks, so it never swaps or reconstructs
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}
-    void rows_range(const int64_t*, int64_t, int64_t, int64_t, float* const*) {}
+    void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*) {}
     int64_t kernel_evals = 0;
 
 private:

@@ -125,8 +125,8 @@ private:
     }
     bool keep_gbar() const { return opt_.shrinking; }
 
-    // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q:
-    // with many nonzeros it runs as kernel blocks (rows_range) instead of one cached row at a time.
+    // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q: it
+    // runs as kernel-vector products (KernelQ::accumulate) instead of one cached row at a time.
     void initialize_gradient(const double* G0) {
         if (keep_gbar()) Gbar_.assign(l_, 0.0);
         if (G0) {
@@ -134,48 +134,39 @@ private:
         } else {
             for (int64_t t = 0; t < l_; ++t) G_[t] = dpsi(t);
         }
-        std::vector<int64_t> vars;  // the rows this start-up needs
-        for (int64_t i = 0; i < l_; ++i)
-            if (a_[i] != 0.0 && (!G0 || (keep_gbar() && is_bounded(i)))) vars.push_back(i);
+        std::vector<int64_t> all, bounded;  // the rows this start-up needs
+        for (int64_t i = 0; i < l_; ++i) {
+            if (a_[i] == 0.0) continue;
+            if (!G0) all.push_back(i);
+            if (keep_gbar() && is_bounded(i)) bounded.push_back(i);
+        }
         if constexpr (std::is_same_v<QM, KernelQ>) {
-            if (vars.size() >= 64) {
-                for_row_blocks(vars, 0, l_, [&](int64_t i, const float* row, int64_t k0, int64_t k1) {
-                    const double ai = a_[i];
-                    if (!G0)
-                        for (int64_t k = k0; k < k1; ++k) G_[k] += ai * row[k];
-                    if (keep_gbar() && is_bounded(i))
-                        for (int64_t k = k0; k < k1; ++k) Gbar_[k] += ai * row[k];
-                });
+            if (all.size() + bounded.size() >= 64) {
+                accumulate_rows(all, 0, l_, G_.data());
+                accumulate_rows(bounded, 0, l_, Gbar_.data());
                 return;
             }
         }
-        for (int64_t i : vars) {
-            const float* Qi = Q_.get_Q(i, l_);
-            if (!G0)
-                for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
-            if (keep_gbar() && is_bounded(i))
-                for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+        for (int64_t i = 0; i < l_; ++i) {
+            if (a_[i] == 0.0) continue;
+            if (!G0 || (keep_gbar() && is_bounded(i))) {
+                const float* Qi = Q_.get_Q(i, l_);
+                if (!G0)
+                    for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
+                if (keep_gbar() && is_bounded(i))
+                    for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+            }
         }
     }
 
-    // Rows of Q for the active positions `vars` over the columns [begin, end), computed as kernel
-    // blocks of up to 64 rows without the cache; apply(var, row, k0, k1) consumes row[k - begin]
-    // for k in [k0, k1), the columns split over the threads.
-    template <class Apply>
-    void for_row_blocks(const std::vector<int64_t>& vars, int64_t begin, int64_t end, Apply apply) {
-        const int64_t width = end - begin;
-        constexpr int64_t kGroup = 64;
-        std::vector<float> tails(std::min<int64_t>(kGroup, int64_t(vars.size())) * width);
-        std::vector<float*> rows(kGroup);
+    // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows
+    void accumulate_rows(const std::vector<int64_t>& vars, int64_t begin, int64_t end, double* out) {
+        constexpr int64_t kGroup = 256;
+        std::vector<double> coef(kGroup);
         for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
             const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
-            for (int64_t r = 0; r < q; ++r) rows[r] = tails.data() + r * width;
-            Q_.rows_range(vars.data() + g0, q, begin, end, rows.data());
-            const int64_t nc = chunks_for(width, 2.0 * q, opt_.nthreads);
-            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-                const int64_t k0 = begin + width * c / nc, k1 = begin + width * (c + 1) / nc;
-                for (int64_t r = 0; r < q; ++r) apply(vars[g0 + r], rows[r], k0, k1);
-            });
+            for (int64_t r = 0; r < q; ++r) coef[r] = a_[vars[g0 + r]];
+            Q_.accumulate(vars.data() + g0, coef.data(), q, begin, end, out);
         }
     }
 
@@ -418,10 +409,7 @@ private:
         std::vector<int64_t> free_vars;
         for (int64_t u = 0; u < active_size_; ++u)
             if (!is_bounded(u) && a_[u] != 0.0) free_vars.push_back(u);
-        for_row_blocks(free_vars, active_size_, l_, [&](int64_t u, const float* row, int64_t k0, int64_t k1) {
-            const double au = a_[u];
-            for (int64_t k = k0; k < k1; ++k) G_[k] += au * row[k - active_size_];
-        });
+        accumulate_rows(free_vars, active_size_, l_, G_.data() + active_size_);
     }
 
     // ------------------------------------------------------------------ batched route

@@ -35,6 +35,16 @@ struct LinearTerm {
 //     psi_i(a) = C_i G(a / C_i) - lam a,   G(d) = d log d + (1 - d) log(1 - d),   p_i = -lam,
 // so h(a) = a log(a/C) + (C - a) log((C - a)/C), h'(a) = log(a / (C - a)), h''(a) = C / (a (C - a)).
 // The box [gamma_b, C_i - gamma_b] (S-KLR (22c)) keeps h' and h'' finite.
+//
+// Near-bound variables (Keerthi's NBG set, needed at large C where many a_i approach 0 or C):
+// Keerthi et al. fix a variable once it comes within mu of 0 or C and optimise the others in an
+// inner loop, then run an outer loop over all variables to release those that violate the KKT
+// conditions again. Here the explicit box makes "near bound" exact: a clipped pair step lands the
+// variable on gamma_b or C_i - gamma_b (solver.hpp), which takes it out of I_up or I_low (it can move
+// one way only, as an NBG variable); shrinking sets it aside while its KKT condition holds (Keerthi's
+// inner loop over the non-NBG set), and the final unshrink check re-examines every variable with an
+// exact gradient before stopping (his outer loop). Both stop at the same KKT conditions (27) of the
+// boxed problem, so they reach the same (unique, strictly convex) solution.
 struct EntropicTerm {
     static constexpr bool kQuadraticObjective = false;
     double h(double a, double C) const {
