@@ -327,8 +327,12 @@ _PARAMS_DOC = """
     shrinking : bool, default=True
         Variables at a bound whose KKT condition holds leave the active set; all are re-checked at
         the end (the solution does not change).
-    cache_size : float, default=200
-        Kernel-row cache in MB.
+    cache_size : float, default=1000
+        Kernel-row cache in MB (float32 rows; never exceeded). Larger than SVC's 200 MB because the
+        KLR solution is dense: every row is revisited several times (5 to 10 times per row on magic
+        and a9a), so a cache that holds all N^2 * 4 bytes makes the solve several times cheaper
+        (benchmarks/results/klr.md); when it does hold them, the rows computed for the start-up are
+        kept.
     class_weight : dict or 'balanced', default=None
     max_iter : int, default=-1
         Cap on SMO pair steps per binary problem (-1: none); hitting it warns (ConvergenceWarning)
@@ -374,7 +378,7 @@ class KernelLogisticRegression(_BaseKLR):
     """ + _PARAMS_DOC + _ATTRS_DOC
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second", bound="auto",
-                 tol=1e-3, shrinking=True, cache_size=200, class_weight=None, max_iter=-1, n_jobs=None,
+                 tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, n_jobs=None,
                  verbose=False):
         self.C = C
         self.kernel = kernel
@@ -404,7 +408,7 @@ class SparseKernelLogisticRegression(_BaseKLR):
     C : float""", 1) + _ATTRS_DOC
 
     def __init__(self, C=1.0, lam="auto", kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second",
-                 bound="auto", tol=1e-3, shrinking=True, cache_size=200, class_weight=None, max_iter=-1,
+                 bound="auto", tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1,
                  n_jobs=None, verbose=False):
         self.C = C
         self.lam = lam

@@ -142,8 +142,15 @@ private:
         }
         if constexpr (std::is_same_v<QM, KernelQ>) {
             if (all.size() + bounded.size() >= 64) {
-                accumulate_rows(all, 0, l_, G_.data());
-                accumulate_rows(bounded, 0, l_, Gbar_.data());
+                if (Q_.capacity_rows(l_) >= l_) {
+                    // the cache holds every row: compute them once, as kernel blocks, and keep them
+                    // (the entropic solve revisits every row several times)
+                    accumulate_cached_rows(all, G_.data());
+                    accumulate_cached_rows(bounded, Gbar_.data());
+                } else {
+                    accumulate_rows(all, 0, l_, G_.data());
+                    accumulate_rows(bounded, 0, l_, Gbar_.data());
+                }
                 return;
             }
         }
@@ -156,6 +163,24 @@ private:
                 if (keep_gbar() && is_bounded(i))
                     for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
             }
+        }
+    }
+
+    // out[k] += sum_{s in vars} a_s Q_sk for k < l, the rows fetched through the cache as blocks
+    void accumulate_cached_rows(const std::vector<int64_t>& vars, double* out) {
+        constexpr int64_t kGroup = 128;
+        std::vector<const float*> rows(kGroup);
+        for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
+            const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
+            Q_.get_Q_block(vars.data() + g0, q, l_, rows.data());
+            const int64_t nc = chunks_for(l_, 2.0 * q, opt_.nthreads);
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                for (int64_t r = 0; r < q; ++r) {
+                    const double ar = a_[vars[g0 + r]];
+                    const float* row = rows[r];
+                    for (int64_t k = l_ * c / nc; k < l_ * (c + 1) / nc; ++k) out[k] += ar * row[k];
+                }
+            });
         }
     }
 
