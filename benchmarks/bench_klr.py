@@ -1284,6 +1284,7 @@ def render_probability(store: Store, cfg: dict, complete: bool) -> None:
 
 # ====================================================================================== speed
 SPEED_METHODS = ["sk", "sk200", "skl", "skl-p", "ilx", "ilx-p"]
+OURS = ("sk", "sk200")
 SPEED_LABELS = {"sk": "S-KLR (ours, default cache_size = 1000 MB)", "sk200": "S-KLR (ours) with cache_size = 200 MB",
                 "skl": "sklearn SVC", "skl-p": "sklearn SVC(probability)",
                 "ilx": "sklearnex SVC", "ilx-p": "sklearnex SVC(probability)"}
@@ -1348,13 +1349,13 @@ def cmd_speed(args) -> int:
             makers, _ = speed_estimators(C, data.gamma)
             skip_ours = over_limit is not None
             methods = ["sk", "sk200"] if only_ours else [m for m in SPEED_METHODS
-                                                         if m in makers and not (m.startswith("sk") and skip_ours)]
+                                                         if m in makers and not (m in OURS and skip_ours)]
             stats = dict(prev["stats"]) if only_ours else {}
             stats.update({m: dict(times=[]) for m in methods})
             models = {}
             for _ in range(args.repeats):          # interleaved: sk, skl, skl-p, ilx, ilx-p, sk, ...
                 for m in methods:
-                    X = data.X_train if m.startswith("sk") else data.X_train_peer
+                    X = data.X_train if m in OURS else data.X_train_peer
                     model = makers[m]()
                     route = None
                     try:
@@ -1374,10 +1375,10 @@ def cmd_speed(args) -> int:
                     models[m] = model
             for m, model in models.items():
                 s = stats[m]
-                Xt = data.X_test if m.startswith("sk") else data.X_test_peer
+                Xt = data.X_test if m in OURS else data.X_test_peer
                 s["time"] = statistics.median(s["times"])
                 s["acc"] = float(np.mean(model.predict(Xt) == data.y_test))
-                s["n_model"] = int(model.n_expansion_ if m.startswith("sk") else len(model.support_))
+                s["n_model"] = int(model.n_expansion_ if m in OURS else len(model.support_))
                 if m in ("sk", "skl-p", "ilx-p"):
                     P = model.predict_proba(Xt)
                     s["log_loss"] = float(log_loss(data.y_test, P, labels=model.classes_))
