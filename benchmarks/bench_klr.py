@@ -677,7 +677,7 @@ def render_table4(store: Store, cfg: dict, complete: bool) -> None:
     groups = by_dataset(entries)
     body = [
         "S-KLR paper Table 4: fit time of S-KLR-1ord (wss='first', Keerthi's rule) and S-KLR-2ord",
-        "(wss='second') over the whole (C, lam) grid of the Table 3 protocol ({len(cfg['C_grid'])} C x "
+        f"(wss='second') over the whole (C, lam) grid of the Table 3 protocol ({len(cfg['C_grid'])} C x "
         f"{cfg['n_lam']} lam), fitted on the 95% fit split",
         f"of the training fold (the grid-search fits), tol {cfg['tol']:g}, bound {cfg['bound']:g}, max_iter "
         f"{cfg['max_iter']}, n_jobs = 1, one process.",

@@ -215,8 +215,9 @@ class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
         for yk in problems:
             b, shrunk = box_bound(self.bound, Ck, yk)
             if shrunk:
-                warnings.warn(f"bound='auto': the box [1e-5, C_i - 1e-5] admits no a with y'a = 0 (too few "
-                              f"samples or too small C in one class); using bound={b:.3g}", UserWarning)
+                warnings.warn("bound='auto': the box [min(1e-5, 1e-3 min C_i), C_i - ...] admits no a with "
+                              "y'a = 0 (one class has too few samples or too small C_i for the other's lower "
+                              f"bounds); using bound={b:.3g}, half the largest feasible value", UserWarning)
             bounds.append(b)
         params = (KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree))
         workers = threads if len(problems) >= threads else 1
