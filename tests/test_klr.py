@@ -294,7 +294,7 @@ def test_keerthi_lemma1_sufficient_decrease(moons200, C, lam, second_order):
     ypm = _pm1(y)
     tol, bound = 1e-6, 1e-5
     r, Ci, gamma = _solve(X, ypm, C, lam, bound, tol=tol, second_order=second_order, trace=True)
-    tr = np.asarray(r["trace"]).reshape(-1, 2)
+    tr = np.asarray(r["trace"]).reshape(-1, r["trace_width"])
     assert len(tr) == r["n_iter"] > 10
     a0 = initial_point(Ci, ypm, np.full(len(y), bound), Ci - bound)
     K = rbf_kernel(X, gamma=gamma)

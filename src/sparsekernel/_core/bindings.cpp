@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels.hpp"
 #include "matrix.hpp"
@@ -105,16 +106,59 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
     return nb::ndarray<nb::numpy, T, nb::ndim<1>>(out, {v.size()}, owner);
 }
 
+// A Q-provider kept alive across solves on the same data, kernel and labels (a warm-started path
+// over C or epsilon): its row cache, and the order shrinking left it in, carry over.
+struct Session {
+    nb::object X_owner;
+    int problem = 0;  // 0: one variable per point (KernelQ); 1: eps-SVR, two per point (SvrQ)
+    int64_t l = 0;
+    std::vector<double> y;
+    std::unique_ptr<sk::KernelQ> kq;
+    std::unique_ptr<sk::SvrQ> sq;
+};
+
+Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, int degree, DArray y, int problem,
+                      double cache_mb, int nthreads) {
+    const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
+    auto* s = new Session();
+    s->X_owner = X_obj;
+    s->problem = problem;
+    s->l = int64_t(y.shape(0));
+    s->y.assign(y.data(), y.data() + s->l);
+    const std::size_t bytes = std::size_t(cache_mb * 1024.0 * 1024.0);
+    const auto params = make_params(kernel, gamma, coef0, degree);
+    nthreads = std::max(1, nthreads);
+    if (problem == 1) {
+        if (2 * X.m.n != s->l) throw std::invalid_argument("session: eps-SVR needs 2 n labels");
+        s->sq = std::make_unique<sk::SvrQ>(X.m, params, X.m.n, bytes, nthreads);
+    } else {
+        if (X.m.n != s->l) throw std::invalid_argument("session: inconsistent lengths");
+        s->kq = std::make_unique<sk::KernelQ>(X.m, params, y.data(), s->l, bytes, nthreads);
+    }
+    return s;
+}
+
 // Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
 // psi_i(a) = p_i a (term 0: SVC, SVR) or C_i G(a / C_i) + p_i a (term 1: KLR / S-KLR with p = -lam).
+// problem 1 is eps-SVR: y, p, lo, hi (and a0, g0) have 2n entries for the n rows of X. A session, when
+// given, supplies the Q-provider (X and the kernel arguments are then those of the session).
 nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, int term, DArray y, DArray p,
                nb::object C, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter, bool shrinking,
                bool second_order, bool batched, int64_t q, double cache_mb, int nthreads, CancelToken* cancel,
-               bool trace) {
+               bool trace, bool conjugate, int problem, nb::object g0, Session* session) {
     const int64_t l = int64_t(y.shape(0));
-    if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != l)
+    if (problem != 0 && problem != 1) throw std::invalid_argument("solve: unknown problem code");
+    const int64_t n_points = problem == 1 ? l / 2 : l;
+    if (int64_t(p.shape(0)) != l || int64_t(lo.shape(0)) != l || int64_t(hi.shape(0)) != l || X.m.n != n_points ||
+        (problem == 1 && l % 2 != 0))
         throw std::invalid_argument("solve: inconsistent lengths");
     if (term != 0 && term != 1) throw std::invalid_argument("solve: unknown term code");
+    if (term == 1 && (conjugate || problem == 1))
+        throw std::invalid_argument("solve: conjugate directions and eps-SVR need the linear term");
+    if (session) {
+        if (session->problem != problem || session->l != l || !std::equal(session->y.begin(), session->y.end(), y.data()))
+            throw std::invalid_argument("solve: the session was made for another problem or other labels");
+    }
     auto take = [l](nb::object o, const char* what) {
         std::vector<double> v;
         if (o.is_none()) return v;
@@ -123,7 +167,7 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
         v.assign(arr.data(), arr.data() + l);
         return v;
     };
-    std::vector<double> alpha0 = take(a0, "a0"), scale = take(C, "C");
+    std::vector<double> alpha0 = take(a0, "a0"), scale = take(C, "C"), grad0 = take(g0, "g0");
     if (alpha0.empty()) alpha0.assign(l, 0.0);
     if (term == 1 && scale.empty()) throw std::invalid_argument("solve: the entropic term needs C");
     sk::SolverOptions opt;
@@ -132,6 +176,7 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     opt.shrinking = shrinking && !trace;  // the trace's objective needs every gradient current
     opt.second_order = second_order;
     opt.batched = batched && !trace;
+    opt.conjugate = conjugate;
     opt.q = q;
     opt.nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python
     std::vector<double> trace_values;
@@ -151,22 +196,39 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
     {
         nb::gil_scoped_release release;
-        sk::KernelQ Q(X.m, make_params(kernel, gamma, coef0, degree), y.data(), l,
-                      std::size_t(cache_mb * 1024.0 * 1024.0), opt.nthreads);
         const double* Cp = scale.empty() ? nullptr : scale.data();
-        if (term == 0) {
-            sk::Solver<sk::KernelQ, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp, lo.data(),
-                                                           hi.data(), alpha0.data(), opt);
-            res = solver.solve();
+        const double* Gp = grad0.empty() ? nullptr : grad0.data();
+        auto run = [&](auto& Q) {
+            using QM = std::decay_t<decltype(Q)>;
+            const int64_t evals0 = Q.evals(), hits0 = Q.cache().hits, misses0 = Q.cache().misses;
+            if (term == 0) {
+                sk::Solver<QM, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp, lo.data(),
+                                                      hi.data(), alpha0.data(), opt, Gp);
+                res = solver.solve();
+            } else {
+                if constexpr (std::is_same_v<QM, sk::KernelQ>) {
+                    sk::Solver<QM, sk::EntropicTerm> solver(Q, sk::EntropicTerm{}, l, y.data(), p.data(), Cp,
+                                                            lo.data(), hi.data(), alpha0.data(), opt, Gp);
+                    res = solver.solve();
+                }
+            }
+            kernel_evals = Q.evals() - evals0;
+            hits = Q.cache().hits - hits0;
+            misses = Q.cache().misses - misses0;
+            peak = int64_t(Q.cache().peak_bytes());
+        };
+        const std::size_t bytes = std::size_t(cache_mb * 1024.0 * 1024.0);
+        if (session && session->sq) {
+            run(*session->sq);
+        } else if (session) {
+            run(*session->kq);
+        } else if (problem == 1) {
+            sk::SvrQ Q(X.m, make_params(kernel, gamma, coef0, degree), n_points, bytes, opt.nthreads);
+            run(Q);
         } else {
-            sk::Solver<sk::KernelQ, sk::EntropicTerm> solver(Q, sk::EntropicTerm{}, l, y.data(), p.data(), Cp,
-                                                             lo.data(), hi.data(), alpha0.data(), opt);
-            res = solver.solve();
+            sk::KernelQ Q(X.m, make_params(kernel, gamma, coef0, degree), y.data(), l, bytes, opt.nthreads);
+            run(Q);
         }
-        kernel_evals = Q.kernel_evals;
-        hits = Q.cache().hits;
-        misses = Q.cache().misses;
-        peak = int64_t(Q.cache().peak_bytes());
     }
     if (interrupted) {
         PyErr_SetNone(PyExc_KeyboardInterrupt);
@@ -182,11 +244,15 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     d["n_outer_iter"] = res.outer_iter;
     d["q"] = res.q;
     d["status"] = res.status;
+    d["conjugate_fallbacks"] = res.fallbacks;
     d["kernel_evals"] = kernel_evals;
     d["cache_hits"] = hits;
     d["cache_misses"] = misses;
     d["cache_peak_bytes"] = peak;
-    if (trace) d["trace"] = to_numpy(trace_values);
+    if (trace) {
+        d["trace"] = to_numpy(trace_values);
+        d["trace_width"] = sk::kTraceHead + 2 * l;
+    }
     return d;
 }
 
@@ -203,7 +269,19 @@ NB_MODULE(_core, m) {
           "nthreads"_a = 1);
     m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
           "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a, "batched"_a, "q"_a,
-          "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false);
+          "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false, "conjugate"_a = false,
+          "problem"_a = 0, "g0"_a.none() = nb::none(), "session"_a.none() = nb::none());
+    nb::class_<Session>(m, "Session")
+        .def("__init__", [](Session* self, nb::object X, int kernel, double gamma, double coef0, int degree, DArray y,
+                            int problem, double cache_mb, int nthreads) {
+                 Session* s = make_session(X, kernel, gamma, coef0, degree, y, problem, cache_mb, nthreads);
+                 new (self) Session(std::move(*s));
+                 delete s;
+             },
+             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a, "problem"_a, "cache_mb"_a, "nthreads"_a)
+        .def_prop_ro("cache_peak_bytes", [](const Session& s) {
+            return int64_t(s.sq ? s.sq->cache().peak_bytes() : s.kq->cache().peak_bytes());
+        });
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })

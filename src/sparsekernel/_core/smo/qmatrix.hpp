@@ -1,7 +1,12 @@
 // Q-providers for the SMO engine, kept apart from the solver (as in LIBSVM):
 //   KernelQ   Q_ij = y_i y_j K(x_i, x_j) computed by the kernel module, rows cached (RowCache),
 //             addressed by active position (perm maps an active position to the original index);
+//   SvrQ      eps-SVR's 2N variables over N points (LIBSVM's SVR_Q): kernel rows cached once per
+//             point, gathered with signs into the 2N positions;
 //   DenseQ    a small dense q x q matrix already in memory: the sub-problem of the batched route.
+// Every provider reports original(t), the variable at active position t. A solver starts in the
+// provider's current order, so a KernelQ (and its cache) can serve a sequence of solves on the same
+// data: a warm-started regularisation path.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +21,7 @@ namespace sk {
 
 class KernelQ {
 public:
+    static constexpr bool kKernelRows = true;  // rows come from the kernel module (not a dense block)
     // Rows are computed against a working copy of X kept in active order (PermutedCopy, rebuilt
     // after each shrinking pass), so that a row streams through memory instead of hopping through
     // the permutation. A precomputed kernel is read through the permutation instead.
@@ -102,6 +108,8 @@ public:
     }
 
     int64_t capacity_rows(int64_t len) const { return cache_.capacity_rows(len); }
+    int64_t original(int64_t t) const { return perm_[t]; }
+    int64_t evals() const { return kernel_evals; }
     const RowCache& cache() const { return cache_; }
     int64_t kernel_evals = 0;
 
@@ -140,8 +148,95 @@ private:
     int nthreads_;
 };
 
+// eps-SVR (CSMO eq. 1-2 with Lin's 2002 formulation): variable t < N is a+_t (sign +1), variable
+// t + N is a-_t (sign -1), both on point t, and Q_tu = s_t s_u K(x_pt(t), x_pt(u)). A kernel row is
+// computed once per point (N entries, point order) by an inner KernelQ that never shrinks, and each
+// request gathers it into the active positions with the signs. Solver arrays stay in position order.
+class SvrQ {
+public:
+    static constexpr bool kKernelRows = true;
+    SvrQ(const Matrix& X, const KernelParams& params, int64_t n, std::size_t cache_bytes, int nthreads)
+        : ones_(n, 1.0), inner_(X, params, ones_.data(), n, cache_bytes, nthreads), n_(n), pos_(2 * n),
+          point_(2 * n), sign_(2 * n), QD_(2 * n) {
+        for (int64_t t = 0; t < 2 * n; ++t) {
+            pos_[t] = t;
+            point_[t] = int32_t(t % n);
+            sign_[t] = t < n ? 1.0f : -1.0f;
+            QD_[t] = inner_.QD(t % n);
+        }
+        buf_[0].resize(2 * n);
+        buf_[1].resize(2 * n);
+    }
+
+    double QD(int64_t i) const { return QD_[i]; }
+    const double* QD_data() const { return QD_.data(); }
+
+    const float* get_Q(int64_t i, int64_t len) {
+        float* out = buf_[next_].data();
+        next_ ^= 1;
+        gather(i, len, out);
+        return out;
+    }
+
+    // Gathered into owned buffers (the batched route never runs on SvrQ: capacity_rows is 0).
+    void get_Q_block(const int64_t* idx, int64_t q, int64_t len, const float** rows) {
+        if (int64_t(block_.size()) < q) block_.resize(q);
+        for (int64_t r = 0; r < q; ++r) {
+            block_[r].resize(2 * n_);
+            gather(idx[r], len, block_[r].data());
+            rows[r] = block_[r].data();
+        }
+    }
+
+    // out[t - begin] += sum_r coef_r Q(idx_r, t) = s_t sum_r (coef_r s_r) K(pt_r, pt_t): one kernel-
+    // vector product over the N points, then gathered.
+    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out) {
+        std::vector<int64_t> pts(q);
+        std::vector<double> w(q), sum(n_, 0.0);
+        for (int64_t r = 0; r < q; ++r) {
+            pts[r] = point_[idx[r]];
+            w[r] = coef[r] * sign_[idx[r]];
+        }
+        inner_.accumulate(pts.data(), w.data(), q, 0, n_, sum.data());
+        for (int64_t t = begin; t < end; ++t) out[t - begin] += sign_[t] * sum[point_[t]];
+    }
+
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
+        for (auto [i, j] : swaps) {
+            std::swap(pos_[i], pos_[j]);
+            std::swap(point_[i], point_[j]);
+            std::swap(sign_[i], sign_[j]);
+            std::swap(QD_[i], QD_[j]);
+        }
+    }
+
+    int64_t capacity_rows(int64_t) const { return 0; }  // gathered rows are not kept: no blocks
+    int64_t original(int64_t t) const { return pos_[t]; }
+    const RowCache& cache() const { return inner_.cache(); }
+    int64_t evals() const { return inner_.kernel_evals; }
+
+private:
+    void gather(int64_t i, int64_t len, float* out) {
+        const float* row = inner_.get_Q(point_[i], n_);
+        const float si = sign_[i];
+        for (int64_t t = 0; t < len; ++t) out[t] = si * sign_[t] * row[point_[t]];
+    }
+
+    std::vector<double> ones_;  // the inner provider's labels (declared before inner_)
+    KernelQ inner_;
+    int64_t n_;
+    std::vector<int64_t> pos_;   // variable (0..2N) at each position
+    std::vector<int32_t> point_;  // its point
+    std::vector<float> sign_;     // +1 for a+, -1 for a-
+    std::vector<double> QD_;
+    std::vector<float> buf_[2];
+    int next_ = 0;
+    std::vector<std::vector<float>> block_;
+};
+
 class DenseQ {
 public:
+    static constexpr bool kKernelRows = false;
     // Q is q x q row-major (float), already multiplied by the labels.
     DenseQ(const float* Q, int64_t q) : Q_(Q), q_(q), QD_(q) {
         for (int64_t i = 0; i < q; ++i) QD_[i] = Q_[i * q + i];
@@ -152,6 +247,8 @@ public:
     // the sub-problem never shrinks, so it never swaps or reconstructs
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}
     void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*) {}
+    int64_t capacity_rows(int64_t) const { return q_; }
+    int64_t original(int64_t t) const { return t; }
     int64_t kernel_evals = 0;
 
 private:

@@ -50,6 +50,31 @@ UpScan scan_update_gradient(double* __restrict G, const float* __restrict Qi, do
 }
 
 SK_MULTIVERSION
+UpScan scan_update_conjugate(double* __restrict G, double* __restrict q, const float* __restrict Qi, double ci,
+                             const float* __restrict Qj, double cj, double gamma, double rho,
+                             const double* __restrict y, const uint8_t* __restrict up, int64_t lo, int64_t hi) {
+    UpScan r{-kHuge, -1};
+    for (int64_t b0 = lo; b0 < hi; b0 += kScanBlock) {
+        const int64_t b1 = std::min(hi, b0 + kScanBlock);
+        if (gamma == 0.0) {
+            for (int64_t t = b0; t < b1; ++t) {
+                const double qt = Qi[t] * ci + Qj[t] * cj;
+                q[t] = qt;
+                G[t] += rho * qt;
+            }
+        } else {
+            for (int64_t t = b0; t < b1; ++t) {
+                const double qt = Qi[t] * ci + Qj[t] * cj + gamma * q[t];
+                q[t] = qt;
+                G[t] += rho * qt;
+            }
+        }
+        r = up_blocks(G, y, up, b0, b1, r);
+    }
+    return r;
+}
+
+SK_MULTIVERSION
 UpScan scan_up(const double* __restrict G, const double* __restrict y, const uint8_t* __restrict up, int64_t lo,
                int64_t hi) {
     return up_blocks(G, y, up, lo, hi, UpScan{-kHuge, -1});

@@ -26,6 +26,11 @@ struct LowScan {  // the j side of the working-set selection
 UpScan scan_update_gradient(double* G, const float* Qi, double dai, const float* Qj, double daj, const double* y,
                             const uint8_t* up, int64_t lo, int64_t hi);
 
+// CSMO (25) and (28) in one pass: q_t = ci Qi_t + cj Qj_t + gamma q_t, G_t += rho q_t, then the I_up
+// scan. gamma = 0 does not read the old q (it may be stale after a reset).
+UpScan scan_update_conjugate(double* G, double* q, const float* Qi, double ci, const float* Qj, double cj,
+                             double gamma, double rho, const double* y, const uint8_t* up, int64_t lo, int64_t hi);
+
 UpScan scan_up(const double* G, const double* y, const uint8_t* up, int64_t lo, int64_t hi);
 
 // Second order (Fan, Chen & Lin 2005, WSS 2): j minimising -b^2/quad over I_low with b = m - F_j > 0,

@@ -8,7 +8,7 @@
 //     I_low = {y_i = +1, a_i > lo_i} u {y_i = -1, a_i < hi_i}   (a_i can move along -y_i),
 // and `tol` bounds the KKT gap m - M (LIBSVM's stopping rule).
 //
-// One loop, two routes:
+// One loop, two routes, two direction rules:
 //   solve_pairs    LIBSVM's decomposition: a violating pair per iteration (first order = maximal
 //                  violating pair, second order = Fan, Chen & Lin 2005), a closed-form (or term-
 //                  specific) pair step, O(N) gradient update, shrinking with a final unshrink check;
@@ -16,13 +16,17 @@
 //                  rows of Q as one kernel block, the q-variable sub-problem solved by this same
 //                  class on a DenseQ (solve_pairs again), then the gradient of all N variables
 //                  updated from the block.
-// Policies are template parameters: the Q-provider (KernelQ, DenseQ), the separable term (terms.hpp)
-// and the working-set order (kSecondOrder).
+// Direction rule of the pair route: the plain pair d = y_i e_i - y_j e_j, or the conjugate direction
+// of CSMO (Torres-Barran, Alaiz & Dorronsoro, Algorithm 2) p_k = d_k + gamma_k p_{k-1}, defined for
+// the quadratic terms only (take_conjugate_step).
+// Policies are template parameters: the Q-provider (KernelQ, SvrQ, DenseQ), the separable term
+// (terms.hpp), the working-set order (kSecondOrder) and the direction rule (kConjugate).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -40,15 +44,21 @@ struct SolverOptions {
     bool shrinking = true;
     bool second_order = true;
     bool batched = false;
+    bool conjugate = false;  // CSMO directions on the pair route (quadratic terms only)
     int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
     int nthreads = 1;
     double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
     std::function<bool()> interrupted;  // polled now and then; true stops the solve
-    // test-only trace of the pair route: per step, the objective after it and ||a^{k+1} - a^k||^2
+    // test-only trace of the pair route, one record of kTraceHead + 2N values per step: the
+    // objective after it, ||a^{k+1} - a^k||^2, clipped (0/1), the unclipped gain of the direction
+    // taken (CSMO eq. 21), the unclipped gain of the plain pair (eq. 10), then the direction p (N
+    // values) and the gradient before the step (N values), in position order
     std::vector<double>* trace = nullptr;
 };
 
 enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2 };
+
+constexpr int64_t kTraceHead = 5;
 
 struct SolverResult {
     std::vector<double> alpha;  // in the original order
@@ -60,24 +70,37 @@ struct SolverResult {
     int64_t outer_iter = 0;     // blocks (batched route)
     int64_t q = 0;              // working-set size used by the batched route
     int status = kConverged;
+    int64_t fallbacks = 0;      // conjugate steps replaced by the plain pair (safeguard)
 };
 
 template <class QM, class Term>
 class Solver {
 public:
     // psi_i(a) = h(a; C_i) + p_i a (terms.hpp); C may be null for the linear term. a0 must be
-    // feasible. G0, if given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up).
+    // feasible. G0, if given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up). Arrays are
+    // in the original order; the solver starts in the Q-provider's current order (Q.original).
     Solver(QM& Q, const Term& term, int64_t l, const double* y, const double* p, const double* C,
            const double* lo, const double* hi, const double* a0, const SolverOptions& opt,
            const double* G0 = nullptr)
         : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
-          y_(y, y + l), p_(p, p + l), C_(l, 0.0), lo_(lo, lo + l), hi_(hi, hi + l), a_(l, 0.0), G_(l), Gbar_(),
+          y_(l), p_(l), C_(l, 0.0), lo_(l), hi_(l), a_(l, 0.0), G_(l), Gbar_(),
           at_lo_(l), at_hi_(l), can_up_(l), can_low_(l), active_set_(l) {
-        if (C) C_.assign(C, C + l);
         for (int64_t t = 0; t < l; ++t) {
-            active_set_[t] = t;
-            if (a0) a_[t] = a0[t];
+            const int64_t o = Q_.original(t);
+            active_set_[t] = o;
+            y_[t] = y[o];
+            p_[t] = p[o];
+            lo_[t] = lo[o];
+            hi_[t] = hi[o];
+            if (C) C_[t] = C[o];
+            if (a0) a_[t] = a0[o];
             update_status(t);
+        }
+        if (opt_.conjugate) {
+            if (!kQuadratic) throw std::invalid_argument("conjugate directions need a quadratic objective");
+            dir_.assign(l, 0.0);
+            in_dir_.assign(l, 0);
+            q_.assign(l, 0.0);
         }
         if constexpr (!kQuadratic) {
             diag_.resize(l);
@@ -91,10 +114,8 @@ public:
         run_in_team(opt_.nthreads, [&] {
             if (opt_.batched && l_ > 2) {
                 solve_batched(res);
-            } else if (opt_.second_order) {
-                solve_pairs<true>(res);
             } else {
-                solve_pairs<false>(res);
+                solve_pairs_into(res);
             }
             finish(res);
         });
@@ -130,7 +151,7 @@ private:
     void initialize_gradient(const double* G0) {
         if (keep_gbar()) Gbar_.assign(l_, 0.0);
         if (G0) {
-            G_.assign(G0, G0 + l_);
+            for (int64_t t = 0; t < l_; ++t) G_[t] = G0[active_set_[t]];
         } else {
             for (int64_t t = 0; t < l_; ++t) G_[t] = dpsi(t);
         }
@@ -140,7 +161,7 @@ private:
             if (!G0) all.push_back(i);
             if (keep_gbar() && is_bounded(i)) bounded.push_back(i);
         }
-        if constexpr (std::is_same_v<QM, KernelQ>) {
+        if constexpr (QM::kKernelRows) {
             if (all.size() + bounded.size() >= 64) {
                 if (Q_.capacity_rows(l_) >= l_) {
                     // the cache holds every row: compute them once, as kernel blocks, and keep them
@@ -206,6 +227,11 @@ private:
         std::swap(a_[i], a_[j]);
         std::swap(G_[i], G_[j]);
         if (keep_gbar()) std::swap(Gbar_[i], Gbar_[j]);
+        if (opt_.conjugate) {
+            std::swap(dir_[i], dir_[j]);
+            std::swap(in_dir_[i], in_dir_[j]);
+            std::swap(q_[i], q_[j]);
+        }
         std::swap(at_lo_[i], at_lo_[j]);
         std::swap(at_hi_[i], at_hi_[j]);
         std::swap(can_up_[i], can_up_[j]);
@@ -302,6 +328,13 @@ private:
         pp.aj = aj; pp.yj = y_[j]; pp.Cj = C_[j];
         pp.tol = opt_.tol;
         const double t = std::max(0.0, term_.pair_step(pp));
+        if (opt_.trace) {
+            const double gain = 0.5 * pp.b * pp.b / pp.quad;
+            trace_before(t >= pp.t_max, gain, gain, [&](std::vector<double>& d) {
+                d[i] += y_[i];
+                d[j] -= y_[j];
+            });
+        }
         // land exactly on a bound when the step is clipped there
         a_[i] = t >= ti ? (y_[i] > 0 ? hi_[i] : lo_[i]) : ai + y_[i] * t;
         a_[j] = t >= tj ? (y_[j] > 0 ? lo_[j] : hi_[j]) : aj - y_[j] * t;
@@ -318,10 +351,161 @@ private:
         update_gradient_pair(Qi, dai, Qj, daj);
         update_gbar(i, ai, bi);
         update_gbar(j, aj, bj);
-        if (opt_.trace) {
-            opt_.trace->push_back(objective());
-            opt_.trace->push_back(dai * dai + daj * daj);
+        if (opt_.trace) trace_after(dai * dai + daj * daj);
+    }
+
+    // ------------------------------------------------------------------ conjugate direction rule
+    // CSMO (Algorithm 2). With L = i, U = j (the pair the working-set rule chose) and the SMO
+    // direction d = y_i e_i - y_j e_j, the step goes along p_k = d + gamma_k p_{k-1} (17), which keeps
+    // y'p = 0. q = Qp is a dense vector over the active set, p a sparse one (dir_ + dir_idx_):
+    //   gamma_k = -d'q_{k-1} / delta_{k-1}                                 (24)
+    //   q_k = y_i Q_i - y_j Q_j + gamma_k q_{k-1},  delta_k = d'q_k = p'Qp  (25), (26)
+    //   rho_k = -g'd / delta_k = (F_i - F_j) / delta_k                      (27)
+    //   a += rho_k p_k,  G += rho_k q_k                                       (28)
+    // rho_k is clipped so that every coordinate of a + rho p stays in its box (the sets P+ / P-);
+    // after a clipped step p and q are reset (delta = 1), so the next step is a plain pair.
+    // Safeguard: when delta_k is not clearly positive (a non-PSD kernel, round-off when d is almost
+    // parallel to p_{k-1}) or the old direction leaves no room to move, the step is the plain pair.
+    // Shrinking: the direction is reset whenever the active set changes (do_shrinking,
+    // reconstruct_gradient), so between two changes this is Algorithm 2 on the sub-problem of the
+    // active variables, whose q need only be known on the active set.
+    void take_conjugate_step(int64_t i, int64_t j) {
+        const float* Qi = active_row(i);
+        const float* Qj = active_row(j);
+        const double yi = y_[i], yj = y_[j];
+        const double b = F(i) - F(j);  // -g'd > 0
+        double quad = Q_.QD(i) + Q_.QD(j) - 2.0 * yi * yj * Qi[j];  // d'Qd
+        if (quad <= 0) quad = opt_.tau;
+        double gamma = 0.0, delta = quad;
+        if (dir_active_) {
+            const double dq = yi * q_[i] - yj * q_[j];  // d'q_{k-1}
+            gamma = -dq / delta_;                        // (24)
+            delta = quad + gamma * dq;                   // (26): d'(Qd + gamma q_{k-1})
+            if (!(delta > kDeltaFloor * quad)) {
+                gamma = 0.0;
+                delta = quad;
+                ++res_fallbacks_;
+            }
         }
+        const double pair_gain = 0.5 * b * b / quad, dir_gain = 0.5 * b * b / delta;  // (10), (21)
+        build_direction(i, j, gamma);
+        double rho = b / delta;  // (27)
+        double rho_max = max_step();
+        if (!(rho_max > 0) && gamma != 0.0) {  // the old direction is blocked: plain pair
+            gamma = 0.0;
+            delta = quad;
+            build_direction(i, j, 0.0);
+            rho = b / delta;
+            rho_max = max_step();
+            ++res_fallbacks_;
+        }
+        const bool clipped = rho >= rho_max;
+        if (clipped) rho = rho_max;
+        if (opt_.trace) {
+            trace_before(clipped, dir_gain, pair_gain, [&](std::vector<double>& d) {
+                for (int64_t t : dir_idx_) d[t] = dir_[t];
+            });
+        }
+        // a += rho p, landing exactly on a bound where the clip is reached; statuses and G_bar
+        double dsq = 0.0;
+        step_a_.clear();
+        for (int64_t t : dir_idx_) {
+            const double a_old = a_[t], pt = dir_[t];
+            const bool was_bounded = is_bounded(t);
+            // (a p_t can cancel to exactly 0: that coordinate does not move)
+            const double room = pt > 0 ? (hi_[t] - a_old) / pt : (pt < 0 ? (lo_[t] - a_old) / pt : kHuge);
+            double a_new = room <= rho ? (pt > 0 ? hi_[t] : lo_[t]) : a_old + rho * pt;
+            a_new = std::min(hi_[t], std::max(lo_[t], a_new));
+            a_[t] = a_new;
+            dsq += (a_new - a_old) * (a_new - a_old);
+            update_status(t);
+            step_a_.push_back({a_old, was_bounded ? 1.0 : 0.0});
+        }
+        update_gradient_conjugate(Qi, yi, Qj, -yj, gamma, rho);  // (25) and (28) in one pass
+        for (size_t k = 0; k < dir_idx_.size(); ++k) update_gbar(dir_idx_[k], step_a_[k].first, step_a_[k].second != 0);
+        if (opt_.trace) trace_after(dsq);
+        if (clipped) {
+            reset_direction();
+        } else {
+            dir_active_ = true;
+            delta_ = delta;
+        }
+    }
+
+    // p_k = d + gamma p_{k-1} (17), as the sparse dir_ / dir_idx_
+    void build_direction(int64_t i, int64_t j, double gamma) {
+        if (gamma == 0.0) {
+            clear_direction();
+        } else {
+            for (int64_t t : dir_idx_) dir_[t] *= gamma;
+        }
+        for (auto [t, v] : {std::pair<int64_t, double>{i, y_[i]}, std::pair<int64_t, double>{j, -y_[j]}}) {
+            if (!in_dir_[t]) {
+                in_dir_[t] = 1;
+                dir_idx_.push_back(t);
+            }
+            dir_[t] += v;
+        }
+    }
+
+    // largest rho with lo <= a + rho p <= hi (min over P+ of (hi - a)/p and over P- of (lo - a)/p)
+    double max_step() const {
+        double r = std::numeric_limits<double>::infinity();
+        for (int64_t t : dir_idx_) {
+            const double pt = dir_[t];
+            if (pt > 0) r = std::min(r, (hi_[t] - a_[t]) / pt);
+            else if (pt < 0) r = std::min(r, (lo_[t] - a_[t]) / pt);
+        }
+        return r;
+    }
+
+    void clear_direction() {
+        for (int64_t t : dir_idx_) {
+            dir_[t] = 0.0;
+            in_dir_[t] = 0;
+        }
+        dir_idx_.clear();
+    }
+
+    // p = q = 0, delta = 1 (Algorithm 2, lines 12-13): the next step is a plain pair
+    void reset_direction() {
+        if (!opt_.conjugate) return;
+        clear_direction();
+        dir_active_ = false;
+        delta_ = 1.0;
+    }
+
+    void update_gradient_conjugate(const float* Qi, double ci, const float* Qj, double cj, double gamma, double rho) {
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 6.0, opt_.nthreads);
+        up_.assign(nc, UpScan{});
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            up_[c] = scan_update_conjugate(G_.data(), q_.data(), Qi, ci, Qj, cj, gamma, rho, y_.data(),
+                                           can_up_.data(), n * c / nc, n * (c + 1) / nc);
+        });
+        combine_up();
+        maximal_violator_known_ = true;
+    }
+
+    // ------------------------------------------------------------------ test-only trace
+    template <class FillDirection>
+    void trace_before(bool clipped, double dir_gain, double pair_gain, FillDirection fill) {
+        std::vector<double> d(l_, 0.0);
+        fill(d);
+        auto& tr = *opt_.trace;
+        tr.push_back(0.0);  // objective after the step, set by trace_after
+        tr.push_back(0.0);
+        tr.push_back(clipped ? 1.0 : 0.0);
+        tr.push_back(dir_gain);
+        tr.push_back(pair_gain);
+        tr.insert(tr.end(), d.begin(), d.end());
+        tr.insert(tr.end(), G_.begin(), G_.end());
+    }
+    void trace_after(double dsq) {
+        auto& tr = *opt_.trace;
+        const size_t rec = tr.size() - (kTraceHead + 2 * l_);
+        tr[rec] = objective();
+        tr[rec + 1] = dsq;
     }
 
     // G += Q_i da_i + Q_j da_j over the active set, fused with the next selection's first pass
@@ -364,7 +548,7 @@ private:
 
     const float* active_row(int64_t i) { return Q_.get_Q(i, active_size_); }
 
-    template <bool kSecondOrder>
+    template <bool kSecondOrder, bool kConjugate>
     void solve_pairs(SolverResult& res) {
         const int64_t period = std::min<int64_t>(l_, 1000);
         int64_t counter = period + 1;
@@ -383,9 +567,10 @@ private:
                 if (select_working_pair<kSecondOrder>(i, j, gap)) break;
                 counter = 1;
             }
-            take_pair_step(i, j);
+            if constexpr (kConjugate) take_conjugate_step(i, j); else take_pair_step(i, j);
             ++res.iter;
         }
+        res.fallbacks = res_fallbacks_;
         if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
     }
 
@@ -401,6 +586,7 @@ private:
 
     void do_shrinking() {
         maximal_violator_known_ = false;
+        reset_direction();  // the active set changes
         double m, M;
         violation_extremes(m, M);
         if (!unshrunk_ && m - M <= 10.0 * opt_.tol) {
@@ -430,6 +616,7 @@ private:
     void reconstruct_gradient() {
         maximal_violator_known_ = false;
         if (active_size_ == l_) return;
+        reset_direction();  // the active set is about to grow: q is known on the old one only
         for (int64_t t = active_size_; t < l_; ++t) G_[t] = Gbar_[t] + dpsi(t);
         std::vector<int64_t> free_vars;
         for (int64_t u = 0; u < active_size_; ++u)
@@ -441,7 +628,7 @@ private:
     int64_t choose_block_size() const {
         int64_t q = opt_.q > 0 ? opt_.q : 512;
         q = std::min(q, l_);
-        if constexpr (std::is_same_v<QM, KernelQ>) {
+        if constexpr (QM::kKernelRows) {
             // the q rows of a block must sit in the cache together
             q = std::min(q, Q_.capacity_rows(l_));
         }
@@ -497,7 +684,7 @@ private:
         const int64_t q = choose_block_size();
         res.q = q;
         if (q < 4) {  // no room for a block: the pair route
-            if (opt_.second_order) solve_pairs<true>(res); else solve_pairs<false>(res);
+            solve_pairs_into(res);
             return;
         }
         std::vector<int64_t> B;
@@ -600,7 +787,13 @@ private:
 public:
     // used by the batched route on its sub-problem (same loop, no finishing pass)
     void solve_pairs_into(SolverResult& res) {
-        if (opt_.second_order) solve_pairs<true>(res); else solve_pairs<false>(res);
+        if constexpr (kQuadratic) {
+            if (opt_.conjugate) {
+                if (opt_.second_order) solve_pairs<true, true>(res); else solve_pairs<false, true>(res);
+                return;
+            }
+        }
+        if (opt_.second_order) solve_pairs<true, false>(res); else solve_pairs<false, false>(res);
     }
     const double* alpha_view() const { return a_.data(); }
 
@@ -665,6 +858,15 @@ private:
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
     std::vector<LowScan> low_;
     bool maximal_violator_known_ = false;  // (m_up_, i_up_) valid for the current G and active set
+    // conjugate direction rule: p (dense values + support list), q = Qp over the active set, delta
+    static constexpr double kDeltaFloor = 1e-6;  // delta_k below this fraction of d'Qd: plain pair
+    std::vector<double> dir_, q_;
+    std::vector<char> in_dir_;
+    std::vector<int64_t> dir_idx_;
+    bool dir_active_ = false;  // p_{k-1} != 0 (the previous step was an unclipped one)
+    double delta_ = 1.0;
+    int64_t res_fallbacks_ = 0;
+    std::vector<std::pair<double, double>> step_a_;  // scratch: a and boundedness before a step
     double m_up_ = 0;
     int64_t i_up_ = -1;
 };
