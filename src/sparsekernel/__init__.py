@@ -1,7 +1,8 @@
 """sparsekernel: fast, scikit-learn compatible kernel machines with a C++17 core."""
 
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
-from .svm import SVC
+from .model_selection import PathSearchCV, svm_path
+from .svm import SVC, SVR
 
-__all__ = ["SVC", "KernelLogisticRegression", "SparseKernelLogisticRegression", "klr_lambda_bound"]
+__all__ = ["SVC", "SVR", "PathSearchCV", "svm_path", "KernelLogisticRegression", "SparseKernelLogisticRegression", "klr_lambda_bound"]
 __version__ = "0.1.0"

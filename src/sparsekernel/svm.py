@@ -8,12 +8,13 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._warm import DualState, active_store, data_fingerprint, warm_point
 from ._base import (
     KERNELS,
     TERM_LINEAR,
@@ -28,7 +29,9 @@ from ._base import (
     run_parallel,
 )
 
-SOLVERS = ("auto", "smo2", "smo1", "batched")
+SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
+SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
+PROBLEM_CLASSIFICATION, PROBLEM_REGRESSION = 0, 1  # one or two dual variables per sample
 
 # The route 'auto' takes; decided by benchmarks/bench_svc.py (see benchmarks/results/svc.md).
 _AUTO_ROUTE = "smo2"
@@ -58,7 +61,106 @@ def _ovr_from_ovo(dec, n_classes):
     return _ovo_votes(dec, n_classes) + conf / (3 * (np.abs(conf) + 1))
 
 
-class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
+class _BaseSMO(KernelModelMixin, BaseEstimator):
+    """What SVC and SVR share: parameter checks, the route, warm starts and the engine calls."""
+
+    _solvers = SOLVERS
+
+    def _check_common_params(self):
+        check_positive("C", self.C)
+        check_positive("tol", self.tol)
+        check_positive("cache_size", self.cache_size)
+        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
+        if self.solver not in self._solvers:
+            raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}")
+        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
+                self.max_iter < 1 and self.max_iter != -1):
+            raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
+        return n_threads(self.n_jobs)
+
+    def _route(self):
+        return _AUTO_ROUTE if self.solver == "auto" else self.solver
+
+    def _kernel_key(self):
+        return (self.kernel, float(self._gamma), float(self.coef0), int(self.degree))
+
+    def _warm_sources(self, X, y, sample_weight):
+        """(data key, store, previous states) for this fit: the path store when a path is being
+        walked, else the estimator's own last solution when warm_start=True."""
+        store = active_store()
+        if store is None and not self.warm_start:
+            return None, None, None
+        key = data_fingerprint(X, y, sample_weight)
+        own = getattr(self, "_warm_states", None)
+        if store is None and own is not None and own[0] == key:
+            return key, None, own[1]
+        return key, store, None
+
+    def _solve_problems(self, X, problems, threads, data_key=None, store=None, own_states=None):
+        """Solve the binary dual problems (dicts: idx, y, p, hi, problem type) with the engine,
+        warm-started where a previous solution on the same data exists. Returns the engine's dicts."""
+        workers = threads if len(problems) >= threads else 1
+        inner_threads = 1 if workers > 1 else threads
+        route = self._route()
+        kernel_key = self._kernel_key() if self.kernel != "precomputed" else ("precomputed",)
+
+        def solve(k, token):
+            pr = problems[k]
+            idx = pr["idx"]
+            if self.kernel == "precomputed":
+                Xp = np.ascontiguousarray(X[np.ix_(idx, idx)])
+            else:
+                Xp = X[idx] if len(idx) != X.shape[0] else X
+            key = None if data_key is None else (data_key, k)
+            prev = own_states[k] if own_states is not None else (store.state(key) if store is not None else None)
+            a0, g0 = warm_point(prev, pr["hi"], pr["p"], kernel_key)
+            Xc = core_matrix(Xp)
+            session = store.take_session(key, kernel_key) if store is not None else None
+            if store is not None and session is None:
+                session = _core.Session(Xc, KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree),
+                                        pr["y"], pr["problem"], float(self.cache_size), inner_threads)
+            r = _core.solve(
+                Xc, KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
+                pr["y"], pr["p"], None, np.zeros(len(pr["y"])), pr["hi"], a0, float(self.tol), int(self.max_iter),
+                bool(self.shrinking), route != "smo1", route == "batched", int(getattr(self, "working_set_size", 0) or 0),
+                float(self.cache_size), inner_threads, token, False, route == "csmo", pr["problem"], g0, session)
+            r["warm_started"] = a0 is not None
+            if store is not None:
+                store.put_session(key, kernel_key, session)
+                store.put_state(key, DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key))
+            r["idx"] = idx
+            r["y"] = pr["y"]
+            return r
+
+        results = run_parallel(solve, list(range(len(problems))), workers)
+        if self.warm_start and data_key is not None:
+            self._warm_states = (data_key, [DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key)
+                                            for r, pr in zip(results, problems)])
+        return results
+
+    def _store_diagnostics(self, results):
+        self.n_kernel_evals_ = np.array([r["kernel_evals"] for r in results], dtype=np.int64)
+        self.dual_objective_ = np.array([r["obj"] for r in results])
+        self.kkt_gap_ = np.array([r["gap"] for r in results])
+        self.converged_ = all(r["status"] == 0 for r in results)
+        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "grad", "idx", "y")}
+                              for r in results]
+        self.fit_status_ = 0 if self.converged_ else 1
+
+    def _warn_if_not_converged(self):
+        if not self.converged_:
+            warnings.warn("Solver terminated early (max_iter=%d). Consider pre-processing your data with "
+                          "StandardScaler or MinMaxScaler." % self.max_iter, ConvergenceWarning)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_warm_states", None)  # a warm start is a property of this process's last fit
+        return state
+
+
+class SVC(ClassifierMixin, _BaseSMO):
     """C-Support Vector Classification on sparsekernel's SMO engine.
 
     A drop-in for :class:`sklearn.svm.SVC` (same parameters and fitted attributes where they make
@@ -98,13 +200,24 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         the one-vs-one vote.
     random_state : None
         Accepted for compatibility; the solver is deterministic and does not use it.
-    solver : {'auto', 'smo2', 'smo1', 'batched'}, default='auto'
+    solver : {'auto', 'smo2', 'smo1', 'batched', 'csmo'}, default='auto'
         'smo2': pair SMO with second-order working-set selection (Fan, Chen & Lin 2005);
         'smo1': pair SMO with the maximal violating pair; 'batched': two-level decomposition (blocks
         of ``working_set_size`` variables whose kernel rows are computed as one block, sub-problem
-        solved by the same pair SMO). 'auto' takes the route the benchmark found fastest.
+        solved by the same pair SMO); 'csmo': Conjugate SMO (Torres-Barran, Alaiz & Dorronsoro):
+        the smo2 pair, moved along a direction conjugate to the previous one, which saves
+        iterations (and kernel rows) at large C. 'auto' takes the route the benchmark found fastest.
+        Shrinking works with 'csmo': the conjugate direction restarts from the plain pair whenever
+        the active set changes, so between two changes the iteration is the paper's Algorithm 2 on
+        the active variables.
     working_set_size : int or None, default=None
         Block size q of the batched route (None: chosen from N and the cache).
+    warm_start : bool, default=False
+        Start the next fit on the same data from this fit's dual solution: kept as is when C grows,
+        scaled by C_new / C_old when C shrinks (which keeps it feasible), with the gradient updated
+        without kernel evaluations when the kernel is unchanged and recomputed when gamma (or
+        another kernel parameter) changed. The solution reached is the same as a cold fit's. See
+        also :func:`sparsekernel.svm_path` and :class:`sparsekernel.PathSearchCV`.
     n_jobs : int or None, default=None
         Threads (None: all cores). Kernel rows and blocks are computed in parallel; the pairwise
         problems of a multiclass fit run in parallel when there are enough of them.
@@ -129,7 +242,8 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True, tol=1e-3,
                  cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
-                 break_ties=False, random_state=None, solver="auto", working_set_size=None, n_jobs=None):
+                 break_ties=False, random_state=None, solver="auto", working_set_size=None, warm_start=False,
+                 n_jobs=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -146,27 +260,20 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.solver = solver
         self.working_set_size = working_set_size
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        check_positive("C", self.C)
-        check_positive("tol", self.tol)
-        check_positive("cache_size", self.cache_size)
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        threads = self._check_common_params()
         if self.decision_function_shape not in ("ovr", "ovo"):
             raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
-        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
-                self.max_iter < 1 and self.max_iter != -1):
-            raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
         q = self.working_set_size
         if q is not None and (not isinstance(q, numbers.Integral) or q < 4):
             raise ValueError(f"working_set_size must be an integer >= 4 or None, got {q!r}")
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
-        return n_threads(self.n_jobs)
+        return threads
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None):
@@ -189,36 +296,17 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
         self.shape_fit_ = X.shape
 
-        n_classes = len(self.classes_)
-        pairs = _pairs(n_classes)
-        # the pairwise problems run in parallel (one thread each) when there are enough of them
-        workers = threads if len(pairs) >= threads else 1
-        inner_threads = 1 if workers > 1 else threads
-        route = _AUTO_ROUTE if self.solver == "auto" else self.solver
-
-        def solve(pair, token):
-            a, b = pair
+        data_key, store, own = self._warm_sources(X, y, sample_weight)
+        pairs = _pairs(len(self.classes_))
+        problems = []
+        for a, b in pairs:
             idx = np.flatnonzero((y_enc == a) | (y_enc == b))
-            Xp = X[idx] if n_classes > 2 else X
-            if self.kernel == "precomputed":
-                Xp = np.ascontiguousarray(X[np.ix_(idx, idx)])
-            yp = np.where(y_enc[idx] == a, 1.0, -1.0)
-            hi = np.ascontiguousarray(Ci[idx])
-            r = _core.solve(
-                core_matrix(Xp), KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
-                yp, np.full(len(idx), -1.0), None, np.zeros(len(idx)), hi, None, float(self.tol), int(self.max_iter),
-                bool(self.shrinking), route != "smo1", route == "batched",
-                int(self.working_set_size or 0), float(self.cache_size), inner_threads, token)
-            r["idx"] = idx
-            r["y"] = yp
-            return r
-
-        results = run_parallel(solve, pairs, workers)
+            problems.append({"idx": idx, "y": np.where(y_enc[idx] == a, 1.0, -1.0), "p": np.full(len(idx), -1.0),
+                             "hi": np.ascontiguousarray(Ci[idx]), "problem": PROBLEM_CLASSIFICATION})
+        results = self._solve_problems(X, problems, threads, data_key, store, own)
         self._store_model(X, y_enc, pairs, results)
         self.fit_time_ = time.perf_counter() - t0
-        if not self.converged_:
-            warnings.warn("Solver terminated early (max_iter=%d). Consider pre-processing your data with "
-                          "StandardScaler or MinMaxScaler." % self.max_iter, ConvergenceWarning)
+        self._warn_if_not_converged()
         return self
 
     def _store_model(self, X, y_enc, pairs, results):
@@ -255,13 +343,7 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
             self.dual_coef_ = self._dual_coef
             self.intercept_ = self._intercept
         self.n_iter_ = np.array([r["n_iter"] for r in results], dtype=np.int64)
-        self.n_kernel_evals_ = np.array([r["kernel_evals"] for r in results], dtype=np.int64)
-        self.dual_objective_ = np.array([r["obj"] for r in results])
-        self.kkt_gap_ = np.array([r["gap"] for r in results])
-        self.converged_ = all(r["status"] == 0 for r in results)
-        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "idx", "y")}
-                              for r in results]
-        self.fit_status_ = 0 if self.converged_ else 1
+        self._store_diagnostics(results)
 
     # ------------------------------------------------------------------ prediction
     def _ovo_decision(self, X):
@@ -302,3 +384,104 @@ class SVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         if self.break_ties and self.decision_function_shape == "ovr":
             return self.classes_[np.argmax(_ovr_from_ovo(dec, n_classes), axis=1)]
         return self.classes_[np.argmax(_ovo_votes(dec, n_classes), axis=1)]  # ties: first class
+
+
+class SVR(RegressorMixin, _BaseSMO):
+    """Epsilon-Support Vector Regression on sparsekernel's SMO engine.
+
+    A drop-in for :class:`sklearn.svm.SVR`. The dual (CSMO paper eqs. 1-2, Lin 2002) has two
+    variables per sample, a+_i and a-_i, with y = (+1, -1):
+
+        min 1/2 a'Qa + sum_i (eps - z_i) a+_i + (eps + z_i) a-_i   s.t.  sum_i a+_i - a-_i = 0,
+        0 <= a+_i, a-_i <= C_i,   Q = [[K, -K], [-K, K]],
+
+    and the model is f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b. The 2N variables share one kernel row
+    per sample (rows are cached once and gathered with their signs, as LIBSVM's SVR_Q).
+
+    Parameters
+    ----------
+    kernel, degree, gamma, coef0, tol, C, shrinking, cache_size, verbose, max_iter, n_jobs :
+        As :class:`sparsekernel.SVC`.
+    epsilon : float, default=0.1
+        Width of the insensitive tube (>= 0).
+    solver : {'auto', 'smo2', 'smo1', 'csmo'}, default='auto'
+        As :class:`sparsekernel.SVC` (no batched route for the 2N-variable problem).
+    warm_start : bool, default=False
+        As :class:`sparsekernel.SVC`; a change of epsilon keeps the kernel, so the warm start then
+        needs no kernel evaluation at all.
+
+    Attributes
+    ----------
+    support_, support_vectors_, dual_coef_, intercept_, n_support_, n_iter_, shape_fit_,
+    n_features_in_, fit_status_ : as in :class:`sklearn.svm.SVR`.
+    dual_objective_, kkt_gap_, n_kernel_evals_, converged_, fit_time_, solver_stats_ :
+        As :class:`sparsekernel.SVC` (arrays with one entry).
+    """
+
+    _solvers = SVR_SOLVERS
+
+    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
+                 shrinking=True, cache_size=200, verbose=False, max_iter=-1, solver="auto", warm_start=False,
+                 n_jobs=None):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.tol = tol
+        self.C = C
+        self.epsilon = epsilon
+        self.shrinking = shrinking
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.solver = solver
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y."""
+        t0 = time.perf_counter()
+        threads = self._check_common_params()
+        check_positive("epsilon", self.epsilon, allow_zero=True)
+        X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
+                             order="C", y_numeric=True)
+        self._check_precomputed(X, fit=True)
+        if sp.issparse(X):
+            X = canonical_csr(X)
+        z = np.asarray(y, dtype=np.float64)
+        n = X.shape[0]
+        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, X)
+        if not np.any(Ci > 0):
+            raise ValueError("Invalid input: every sample has zero weight")
+        self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
+        self.shape_fit_ = X.shape
+        eps = float(self.epsilon)
+        problem = {"idx": np.arange(n), "y": np.r_[np.ones(n), -np.ones(n)], "p": np.r_[eps - z, eps + z],
+                   "hi": np.r_[Ci, Ci], "problem": PROBLEM_REGRESSION}
+        data_key, store, own = self._warm_sources(X, z, sample_weight)
+        (r,) = self._solve_problems(X, [problem], threads, data_key, store, own)
+        coef = r["alpha"][:n] - r["alpha"][n:]
+        support = np.flatnonzero(coef != 0)
+        self.support_ = support.astype(np.int32)
+        self.n_support_ = np.array([len(support)], dtype=np.int32)
+        self.dual_coef_ = coef[support][None, :]
+        self.intercept_ = np.array([-r["rho"]])
+        if self.kernel == "precomputed":
+            self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
+        else:
+            self.support_vectors_ = X[support]
+        self._sv_core = None if self.kernel == "precomputed" else core_matrix(self.support_vectors_)
+        self.n_iter_ = int(r["n_iter"])
+        self._store_diagnostics([r])
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_not_converged()
+        return self
+
+    def predict(self, X):
+        """f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        out = np.empty(X.shape[0])
+        for sl, K in self._kernel_chunks(X):
+            out[sl] = K @ self.dual_coef_[0] + self.intercept_[0]
+        return out

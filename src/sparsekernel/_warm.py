@@ -1,0 +1,125 @@
+"""Warm starts: the next fit on the same data starts from the previous dual solution.
+
+A fit leaves, per binary problem, its dual solution a, its gradient G = Qa + p, its upper bounds
+hi = C_i and its linear term p. The next problem on the same data (another C, epsilon or kernel
+parameter) starts from
+
+    a0 = s a,  s = min(1, min_{a_i > 0} hi_new_i / hi_i),
+
+which is feasible: it keeps y'a0 = 0 and 0 <= a0 <= hi_new (projecting a into the new box would break
+the equality constraint). When the kernel is unchanged, Q is too, so the gradient needs no kernel
+evaluation: G0 = s (G - p) + p_new. Otherwise the engine recomputes it from a0.
+
+Inside :func:`path_context` (used by ``svm_path`` and ``PathSearchCV``) fits also share a
+:class:`PathStore`: the states of every data set seen (one per CV fold) and, per data set, the engine
+session of the kernel being walked, whose row cache carries over from one C to the next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def data_fingerprint(X, y, sample_weight=None):
+    """A digest of the training data (values, structure and labels), keying warm-start states."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((X.shape, str(X.dtype), sp.issparse(X))).encode())
+    if sp.issparse(X):
+        for a in (X.data, X.indices, X.indptr):
+            h.update(np.ascontiguousarray(a).tobytes())
+    else:
+        h.update(np.ascontiguousarray(X).tobytes())
+    h.update(np.ascontiguousarray(y).tobytes())
+    if sample_weight is not None:
+        h.update(np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+@dataclass
+class DualState:
+    """The end point of one binary dual problem."""
+
+    alpha: np.ndarray
+    grad: np.ndarray
+    hi: np.ndarray
+    p: np.ndarray
+    kernel_key: tuple
+
+
+def warm_point(state, hi, p, kernel_key):
+    """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed."""
+    if state is None or len(state.alpha) != len(hi):
+        return None, None
+    a = state.alpha
+    support = a > 0
+    s = 1.0
+    if support.any():
+        s = min(1.0, float(np.min(hi[support] / state.hi[support])))
+    a0 = np.minimum(s * a, hi)  # s a <= s hi_old <= hi; the minimum only absorbs round-off
+    if kernel_key != state.kernel_key:
+        return a0, None
+    return a0, s * (state.grad - state.p) + p
+
+
+class PathStore:
+    """Warm-start states and engine sessions shared by the fits of a path or a path search.
+
+    Thread-safe: a session is handed to one fit at a time (taken, then given back)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._states = {}
+        self._sessions = {}  # problem key -> (kernel_key, session): the kernel being walked only
+
+    def state(self, key):
+        with self._lock:
+            return self._states.get(key)
+
+    def put_state(self, key, state):
+        with self._lock:
+            self._states[key] = state
+
+    def take_session(self, key, kernel_key):
+        with self._lock:
+            entry = self._sessions.get(key)
+            if entry is not None and entry[0] == kernel_key:
+                del self._sessions[key]
+                return entry[1]
+            return None
+
+    def put_session(self, key, kernel_key, session):
+        with self._lock:
+            # one session per problem: a new kernel replaces (and frees) the previous one's cache
+            self._sessions[key] = (kernel_key, session)
+
+    def clear(self):
+        with self._lock:
+            self._states.clear()
+            self._sessions.clear()
+
+
+_active = []
+_active_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def path_context(store):
+    """Make ``store`` the one every SVC / SVR fit in this process uses until the block ends."""
+    with _active_lock:
+        _active.append(store)
+    try:
+        yield store
+    finally:
+        with _active_lock:
+            _active.remove(store)
+
+
+def active_store():
+    with _active_lock:
+        return _active[-1] if _active else None

@@ -1,0 +1,150 @@
+"""Warm-started regularisation paths and the grid search built on them.
+
+A grid search over (C, kernel parameters) fits the same training set many times with problems that
+differ little from one C to the next. ``svm_path`` walks such a grid so that every fit starts from
+its neighbour's solution (``sparsekernel._warm``): along C with the kernel row cache kept, and from
+one kernel parameter to the next with the gradient recomputed. ``PathSearchCV`` is
+:class:`sklearn.model_selection.GridSearchCV` with its candidates walked in that order on every
+fold.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from joblib import parallel_config
+from sklearn.base import clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import ParameterGrid
+from sklearn.model_selection._search import BaseSearchCV
+
+from ._warm import PathStore, path_context
+
+
+def _walk_order(candidates, param="C"):
+    """Candidates grouped by everything but ``param``, each group walked along ``param`` in a
+    serpentine (ascending, then descending, ...), so consecutive fits are grid neighbours."""
+    groups = {}
+    for cand in candidates:
+        rest = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != param))
+        groups.setdefault(rest, []).append(cand)
+    ordered = []
+    for g, key in enumerate(sorted(groups)):
+        members = sorted(groups[key], key=lambda c: c.get(param, 0.0), reverse=bool(g % 2))
+        ordered.extend(members)
+    return ordered
+
+
+def _check_estimator(estimator):
+    from .svm import SVC, SVR
+
+    if not isinstance(estimator, (SVC, SVR)):
+        raise ValueError(f"warm-started paths need a sparsekernel SVC or SVR, got {type(estimator).__name__}")
+
+
+def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=None, X_test=None, y_test=None,
+             scoring=None, return_models=True):
+    """Fit ``estimator`` (a sparsekernel SVC or SVR) on every (gamma, epsilon, C) of a grid, each fit
+    warm-started from the previous one.
+
+    The grid is walked gamma by gamma (and epsilon by epsilon for SVR) and, inside, along C in a
+    serpentine order; fits with the same kernel parameters share one kernel row cache of
+    ``estimator.cache_size`` MB. Every fit reaches the same solution as a cold fit to the
+    estimator's ``tol``.
+
+    Parameters
+    ----------
+    estimator : SVC or SVR
+        Template; it is cloned, never modified.
+    X, y : training data.
+    Cs : sequence of float
+    gammas : sequence of float or None
+        None keeps the estimator's gamma.
+    epsilons : sequence of float or None
+        SVR only; None keeps the estimator's epsilon.
+    sample_weight : array-like or None
+    X_test, y_test : optional held-out data scored with ``scoring`` (the estimator's ``score`` when
+        None).
+    return_models : bool, default=True
+        Keep the fitted models in the result (they hold their support vectors).
+
+    Returns
+    -------
+    path : list of dict, in the order walked
+        ``params`` (the grid point), ``fit_time``, ``n_iter``, ``dual_objective``, ``n_support``,
+        ``warm_started``, and ``estimator`` (when return_models) and ``score`` (with X_test).
+    """
+    _check_estimator(estimator)
+    Cs = [float(c) for c in np.atleast_1d(Cs)]
+    if not Cs:
+        raise ValueError("Cs must not be empty")
+    grid = {"C": Cs}
+    if gammas is not None:
+        grid["gamma"] = [float(g) for g in np.atleast_1d(gammas)]
+    if epsilons is not None:
+        if "epsilon" not in estimator.get_params():
+            raise ValueError("epsilons is only meaningful for SVR")
+        grid["epsilon"] = [float(e) for e in np.atleast_1d(epsilons)]
+    scorer = check_scoring(estimator, scoring=scoring) if X_test is not None else None
+    path = []
+    with path_context(PathStore()):
+        for params in _walk_order(list(ParameterGrid(grid))):
+            model = clone(estimator).set_params(**params)
+            t0 = time.perf_counter()
+            model.fit(X, y, sample_weight=sample_weight)
+            entry = {"params": params, "fit_time": time.perf_counter() - t0,
+                     "n_iter": int(np.sum(model.n_iter_)), "dual_objective": model.dual_objective_.copy(),
+                     "n_support": int(len(model.support_)),
+                     "warm_started": all(s["warm_started"] for s in model.solver_stats_)}
+            if scorer is not None:
+                entry["score"] = scorer(model, X_test, y_test)
+            if return_models:
+                entry["estimator"] = model
+            path.append(entry)
+    return path
+
+
+class PathSearchCV(BaseSearchCV):
+    """Exhaustive search over a parameter grid with cross-validation, warm-started along C.
+
+    The interface and the results (``cv_results_``, ``best_params_``, ``best_estimator_``, ...) are
+    those of :class:`sklearn.model_selection.GridSearchCV`; the estimator must be a sparsekernel SVC
+    or SVR. The candidates are grouped by their other parameters (gamma, epsilon, kernel, ...) and
+    each group is walked along C in a serpentine order; on every CV fold a fit starts from the same
+    fold's previous solution (see ``warm_start`` of SVC) and reuses its kernel row cache while the
+    kernel parameters stay the same. ``cv_results_`` lists the candidates in that order.
+
+    Memory: one kernel cache of ``estimator.cache_size`` MB per fold is kept while a group is walked.
+
+    Parameters
+    ----------
+    estimator, param_grid, scoring, refit, cv, verbose, pre_dispatch, error_score, return_train_score :
+        As :class:`sklearn.model_selection.GridSearchCV`.
+    n_jobs : int or None, default=None
+        Fits run in this many threads (the solves release the GIL; warm starts need the fits in one
+        process). None runs them one after the other, each fit using the estimator's own threads,
+        which keeps every fold's walk in order (the fastest choice when the estimator is threaded).
+    """
+
+    _parameter_constraints = dict(BaseSearchCV._parameter_constraints)
+    _parameter_constraints["param_grid"] = [dict, list]
+
+    def __init__(self, estimator, param_grid, *, scoring=None, n_jobs=None, refit=True, cv=None, verbose=0,
+                 pre_dispatch="2*n_jobs", error_score=np.nan, return_train_score=False):
+        super().__init__(estimator=estimator, scoring=scoring, n_jobs=n_jobs, refit=refit, cv=cv, verbose=verbose,
+                         pre_dispatch=pre_dispatch, error_score=error_score, return_train_score=return_train_score)
+        self.param_grid = param_grid
+
+    def _run_search(self, evaluate_candidates):
+        evaluate_candidates(_walk_order(list(ParameterGrid(self.param_grid))))
+
+    def fit(self, X, y=None, **params):
+        """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
+        _check_estimator(self.estimator)
+        store = PathStore()
+        try:
+            with path_context(store), parallel_config(backend="threading"):
+                return super().fit(X, y, **params)
+        finally:
+            store.clear()
