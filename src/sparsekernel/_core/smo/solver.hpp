@@ -45,6 +45,9 @@ struct SolverOptions {
     bool second_order = true;
     bool batched = false;
     bool conjugate = false;  // CSMO directions on the pair route (quadratic terms only)
+    // restart the conjugate direction when p has more nonzeros than this (> 0), than
+    // max(16, active size / -value) (< 0), or never (0: Algorithm 2 as printed)
+    int64_t conjugate_max_support = -64;
     int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
     int nthreads = 1;
     double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
@@ -403,28 +406,36 @@ private:
         if (clipped) rho = rho_max;
         if (opt_.trace) {
             trace_before(clipped, dir_gain, pair_gain, [&](std::vector<double>& d) {
-                for (int64_t t : dir_idx_) d[t] = dir_[t];
+                for (int64_t t : dir_idx_) d[t] = dir_scale_ * dir_[t];
             });
         }
-        // a += rho p, landing exactly on a bound where the clip is reached; statuses and G_bar
+        // a += rho p, each coordinate kept in its box; on a clipped step the coordinates that reach
+        // their bound land on it exactly. Statuses follow; G_bar (rows of the variables at a bound)
+        // changes only for the few that reach or leave a bound, after the gradient pass.
+        const double step = rho * dir_scale_;
         double dsq = 0.0;
-        step_a_.clear();
+        status_changes_.clear();
         for (int64_t t : dir_idx_) {
-            const double a_old = a_[t], pt = dir_[t];
+            const double a_old = a_[t];
             const bool was_bounded = is_bounded(t);
-            // (a p_t can cancel to exactly 0: that coordinate does not move)
-            const double room = pt > 0 ? (hi_[t] - a_old) / pt : (pt < 0 ? (lo_[t] - a_old) / pt : kHuge);
-            double a_new = room <= rho ? (pt > 0 ? hi_[t] : lo_[t]) : a_old + rho * pt;
+            double a_new = a_old + step * dir_[t];
+            if (clipped) {
+                const double pt = dir_scale_ * dir_[t];
+                const double room = pt > 0 ? (hi_[t] - a_old) / pt : (pt < 0 ? (lo_[t] - a_old) / pt : kHuge);
+                if (room <= rho) a_new = pt > 0 ? hi_[t] : lo_[t];
+            }
             a_new = std::min(hi_[t], std::max(lo_[t], a_new));
             a_[t] = a_new;
             dsq += (a_new - a_old) * (a_new - a_old);
             update_status(t);
-            step_a_.push_back({a_old, was_bounded ? 1.0 : 0.0});
+            if (is_bounded(t) != was_bounded || (was_bounded && a_new != a_old))
+                status_changes_.push_back({t, a_old, was_bounded});
         }
         update_gradient_conjugate(Qi, yi, Qj, -yj, gamma, rho);  // (25) and (28) in one pass
-        for (size_t k = 0; k < dir_idx_.size(); ++k) update_gbar(dir_idx_[k], step_a_[k].first, step_a_[k].second != 0);
+        for (const auto& c : status_changes_) update_gbar(c.t, c.a_old, c.was_bounded);
         if (opt_.trace) trace_after(dsq);
-        if (clipped) {
+        const bool restart = int64_t(dir_idx_.size()) > max_support();
+        if (clipped || restart) {
             reset_direction();
         } else {
             dir_active_ = true;
@@ -432,19 +443,34 @@ private:
         }
     }
 
-    // p_k = d + gamma p_{k-1} (17), as the sparse dir_ / dir_idx_
+    // Restart (p = d) once p has more nonzeros than this: a step costs O(|p|) on top of the O(N)
+    // passes, so an unbounded support (what Algorithm 2 does) makes long conjugate runs slower per
+    // iteration than they save (benchmarks/results/csmo.md).
+    int64_t max_support() const {
+        const int64_t m = opt_.conjugate_max_support;
+        if (m > 0) return m;
+        if (m < 0) return std::max<int64_t>(16, active_size_ / (-m));
+        return std::numeric_limits<int64_t>::max();
+    }
+
+    // p_k = d + gamma p_{k-1} (17), kept as dir_scale_ * dir_ on the support dir_idx_, so that the
+    // product by gamma is O(1)
     void build_direction(int64_t i, int64_t j, double gamma) {
         if (gamma == 0.0) {
             clear_direction();
         } else {
-            for (int64_t t : dir_idx_) dir_[t] *= gamma;
+            dir_scale_ *= gamma;
+            if (!(std::fabs(dir_scale_) > 1e-150 && std::fabs(dir_scale_) < 1e150)) {  // renormalise
+                for (int64_t t : dir_idx_) dir_[t] *= dir_scale_;
+                dir_scale_ = 1.0;
+            }
         }
         for (auto [t, v] : {std::pair<int64_t, double>{i, y_[i]}, std::pair<int64_t, double>{j, -y_[j]}}) {
             if (!in_dir_[t]) {
                 in_dir_[t] = 1;
                 dir_idx_.push_back(t);
             }
-            dir_[t] += v;
+            dir_[t] += v / dir_scale_;
         }
     }
 
@@ -452,7 +478,7 @@ private:
     double max_step() const {
         double r = std::numeric_limits<double>::infinity();
         for (int64_t t : dir_idx_) {
-            const double pt = dir_[t];
+            const double pt = dir_scale_ * dir_[t];
             if (pt > 0) r = std::min(r, (hi_[t] - a_[t]) / pt);
             else if (pt < 0) r = std::min(r, (lo_[t] - a_[t]) / pt);
         }
@@ -465,6 +491,7 @@ private:
             in_dir_[t] = 0;
         }
         dir_idx_.clear();
+        dir_scale_ = 1.0;
     }
 
     // p = q = 0, delta = 1 (Algorithm 2, lines 12-13): the next step is a plain pair
@@ -865,8 +892,14 @@ private:
     std::vector<int64_t> dir_idx_;
     bool dir_active_ = false;  // p_{k-1} != 0 (the previous step was an unclipped one)
     double delta_ = 1.0;
+    double dir_scale_ = 1.0;  // p = dir_scale_ * dir_
+    struct StatusChange {
+        int64_t t;
+        double a_old;
+        bool was_bounded;
+    };
+    std::vector<StatusChange> status_changes_;  // scratch of a conjugate step
     int64_t res_fallbacks_ = 0;
-    std::vector<std::pair<double, double>> step_a_;  // scratch: a and boundedness before a step
     double m_up_ = 0;
     int64_t i_up_ = -1;
 };
