@@ -520,9 +520,14 @@ def test_path_search_matches_grid_search(solver, n_jobs):
     ps = PathSearchCV(est, grid, cv=cv, n_jobs=n_jobs).fit(X, y)
     gs = GridSearchCV(est, grid, cv=cv).fit(X, y)
     _compare_searches(ps, gs, atol=1e-9)
-    # the walk: candidates grouped by gamma, C serpentine inside a group
-    order = [(p["gamma"], p["C"]) for p in ps.cv_results_["params"]]
+    # the walk: candidates grouped by gamma, C serpentine inside a group; the results are reported
+    # in ParameterGrid order, as GridSearchCV's
+    from sklearn.model_selection import ParameterGrid
+
+    from sparsekernel.model_selection import _walk_order
+    order = [(p["gamma"], p["C"]) for p in _walk_order(list(ParameterGrid(grid)))]
     assert order == [(0.005, 0.1), (0.005, 1.0), (0.005, 10.0), (0.05, 10.0), (0.05, 1.0), (0.05, 0.1)]
+    assert ps.cv_results_["params"] == gs.cv_results_["params"]
     # best_estimator_ is refitted on all the data with the best parameters
     best = ps.best_estimator_
     assert best.get_params()["C"] == ps.best_params_["C"] and best.gamma == ps.best_params_["gamma"]

@@ -4,11 +4,12 @@ A fit leaves, per binary problem, its dual solution a, its gradient G = Qa + p, 
 hi = C_i and its linear term p. The next problem on the same data (another C, epsilon or kernel
 parameter) starts from
 
-    a0 = s a,  s = min(1, min_{a_i > 0} hi_new_i / hi_i),
+    a0 = s a,  0 <= s <= min_{a_i > 0} hi_new_i / hi_i,
 
 which is feasible: it keeps y'a0 = 0 and 0 <= a0 <= hi_new (projecting a into the new box would break
-the equality constraint). When the kernel is unchanged, Q is too, so the gradient needs no kernel
-evaluation: G0 = s (G - p) + p_new. Otherwise the engine recomputes it from a0.
+the equality constraint); s is the best point of that ray (warm_point). When the kernel is unchanged,
+Q is too, so the gradient needs no kernel evaluation: G0 = s (G - p) + p_new. Otherwise the engine
+recomputes it from a0.
 
 Inside :func:`path_context` (used by ``svm_path`` and ``PathSearchCV``) fits also share a
 :class:`PathStore`: the states of every data set seen (one per CV fold) and, per data set, the engine
@@ -53,18 +54,32 @@ class DualState:
 
 
 def warm_point(state, hi, p, kernel_key):
-    """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed."""
+    """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed.
+
+    a0 = s a on the feasible ray s in [0, s_max], s_max = min_{a_i > 0} hi_i / hi_old_i. With the
+    kernel unchanged, Qa = G - p_old is known and f(s a) = 1/2 s^2 a'Qa + s p'a is minimised over the
+    ray in O(N): when C shrinks this gives s = C_new / C_old (s_max), and when C grows a value between
+    1 (the previous point kept, optimal on the old ray) and C_new / C_old (bounded variables moved to
+    the new bound). After a kernel change s = min(1, s_max).
+    """
     if state is None or len(state.alpha) != len(hi):
         return None, None
     a = state.alpha
     support = a > 0
-    s = 1.0
-    if support.any():
-        s = min(1.0, float(np.min(hi[support] / state.hi[support])))
-    a0 = np.minimum(s * a, hi)  # s a <= s hi_old <= hi; the minimum only absorbs round-off
-    if kernel_key != state.kernel_key:
+    if not support.any():
+        return a.copy(), None if kernel_key != state.kernel_key else state.grad - state.p + p
+    s_max = float(np.min(hi[support] / state.hi[support]))
+    same_kernel = kernel_key == state.kernel_key
+    if same_kernel:
+        Qa = state.grad - state.p
+        A, B = float(a @ Qa), float(p @ a)
+        s = min(max(-B / A, 0.0), s_max) if A > 0 else s_max
+    else:
+        s = min(1.0, s_max)
+    a0 = np.minimum(s * a, hi)  # s a <= s_max hi_old <= hi; the minimum only absorbs round-off
+    if not same_kernel:
         return a0, None
-    return a0, s * (state.grad - state.p) + p
+    return a0, s * Qa + p
 
 
 class PathStore:

@@ -27,13 +27,17 @@ def _walk_order(candidates, param="C"):
     serpentine (ascending, then descending, ...), so consecutive fits are grid neighbours."""
     groups = {}
     for cand in candidates:
-        rest = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != param))
+        rest = _candidate_key({k: v for k, v in cand.items() if k != param})
         groups.setdefault(rest, []).append(cand)
     ordered = []
     for g, key in enumerate(sorted(groups)):
         members = sorted(groups[key], key=lambda c: c.get(param, 0.0), reverse=bool(g % 2))
         ordered.extend(members)
     return ordered
+
+
+def _candidate_key(cand):
+    return tuple(sorted((k, repr(v)) for k, v in cand.items()))
 
 
 def _check_estimator(estimator):
@@ -113,7 +117,8 @@ class PathSearchCV(BaseSearchCV):
     or SVR. The candidates are grouped by their other parameters (gamma, epsilon, kernel, ...) and
     each group is walked along C in a serpentine order; on every CV fold a fit starts from the same
     fold's previous solution (see ``warm_start`` of SVC) and reuses its kernel row cache while the
-    kernel parameters stay the same. ``cv_results_`` lists the candidates in that order.
+    kernel parameters stay the same. ``cv_results_`` lists the candidates in ParameterGrid order, as
+    GridSearchCV does, so ties between best candidates are broken the same way.
 
     Memory: one kernel cache of ``estimator.cache_size`` MB per fold is kept while a group is walked.
 
@@ -138,6 +143,17 @@ class PathSearchCV(BaseSearchCV):
 
     def _run_search(self, evaluate_candidates):
         evaluate_candidates(_walk_order(list(ParameterGrid(self.param_grid))))
+
+    def _format_results(self, candidate_params, n_splits, out, more_results=None):
+        # evaluated in walk order, reported in ParameterGrid order (GridSearchCV's), so that
+        # cv_results_ and the choice among tied best candidates are GridSearchCV's
+        position = {_candidate_key(c): k for k, c in enumerate(ParameterGrid(self.param_grid))}
+        order = sorted(range(len(candidate_params)), key=lambda c: position.get(_candidate_key(candidate_params[c]), c))
+        candidate_params = [candidate_params[c] for c in order]
+        out = [out[c * n_splits + s] for c in order for s in range(n_splits)]
+        if more_results:
+            more_results = {k: [v[c] for c in order] for k, v in more_results.items()}
+        return super()._format_results(candidate_params, n_splits, out, more_results)
 
     def fit(self, X, y=None, **params):
         """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
