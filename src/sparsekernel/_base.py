@@ -138,8 +138,18 @@ class KernelModelMixin:
     the kernel between new points and the stored expansion vectors, pickling and tags.
 
     The estimator sets ``kernel``, ``gamma``-derived ``_gamma``, ``coef0``, ``degree``, ``n_jobs``,
-    ``shape_fit_``, ``support_`` and ``support_vectors_`` (and ``_sv_core`` through ``_set_support``).
+    ``shape_fit_``, ``support_`` and ``support_vectors_`` (and ``_sv_core``) through
+    ``_set_support_vectors``.
     """
+
+    def _set_support_vectors(self, X, support):
+        """Keep X[support] (nothing for a precomputed kernel) and its view for the C++ core."""
+        if self.kernel == "precomputed":
+            self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
+            self._sv_core = None
+        else:
+            self.support_vectors_ = X[support]
+            self._sv_core = core_matrix(self.support_vectors_)
 
     def _accept_sparse(self):
         return False if self.kernel == "precomputed" else "csr"

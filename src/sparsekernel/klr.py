@@ -254,11 +254,7 @@ class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
         self.support_ = keep[support_local].astype(np.int32)
         self.dual_coef_ = coef[:, support_local]
         self.intercept_ = np.array([-r["rho"] for r in results])
-        if self.kernel == "precomputed":
-            self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
-        else:
-            self.support_vectors_ = X[self.support_]
-        self._sv_core = None if self.kernel == "precomputed" else core_matrix(self.support_vectors_)
+        self._set_support_vectors(X, self.support_)
         self.n_expansion_ = len(self.support_)
         self.sparsity_ = self.n_expansion_ / X.shape[0]
         self.bound_ = np.array([float(r["lo"][0]) for r in results])

@@ -331,11 +331,7 @@ class SVC(ClassifierMixin, _BaseSMO):
         self.n_support_ = np.bincount(y_enc[support], minlength=n_classes).astype(np.int32)
         self._dual_coef = coef_full[:, support]
         self._intercept = -rho
-        if self.kernel == "precomputed":
-            self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
-        else:
-            self.support_vectors_ = X[support]
-        self._sv_core = None if self.kernel == "precomputed" else core_matrix(self.support_vectors_)
+        self._set_support_vectors(X, support)
         if n_classes == 2:  # scikit-learn's sign convention: decision > 0 means classes_[1]
             self.dual_coef_ = -self._dual_coef
             self.intercept_ = -self._intercept
@@ -466,11 +462,7 @@ class SVR(RegressorMixin, _BaseSMO):
         self.n_support_ = np.array([len(support)], dtype=np.int32)
         self.dual_coef_ = coef[support][None, :]
         self.intercept_ = np.array([-r["rho"]])
-        if self.kernel == "precomputed":
-            self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
-        else:
-            self.support_vectors_ = X[support]
-        self._sv_core = None if self.kernel == "precomputed" else core_matrix(self.support_vectors_)
+        self._set_support_vectors(X, support)
         self.n_iter_ = int(r["n_iter"])
         self._store_diagnostics([r])
         self.fit_time_ = time.perf_counter() - t0
