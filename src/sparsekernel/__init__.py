@@ -1,5 +1,6 @@
 """sparsekernel: fast, scikit-learn compatible kernel machines with a C++17 core."""
 
+from . import datasets
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
 from .model_selection import PathSearchCV, svm_path
 from .svm import SVC, SVR
