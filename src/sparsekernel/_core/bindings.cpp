@@ -258,8 +258,11 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
 
 }  // namespace
 
+void bind_nssvm(nb::module_& m);  // nssvm.cpp
+
 NB_MODULE(_core, m) {
-    m.doc() = "sparsekernel C++ core: kernels, row cache, SMO engine";
+    m.doc() = "sparsekernel C++ core: kernels, row cache, SMO engine, NSSVM pass";
+    bind_nssvm(m);
     nb::class_<PyMatrix>(m, "Matrix")
         .def_static("dense", &make_dense, "X"_a, nb::rv_policy::take_ownership)
         .def_static("csr", &make_csr, "indptr"_a, "indices"_a, "values"_a, "n_cols"_a, nb::rv_policy::take_ownership)

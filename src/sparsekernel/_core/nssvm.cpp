@@ -1,0 +1,110 @@
+// Python binding of the NSSVM pass (nssvm.hpp): dispatch on the layout and dtypes of X without
+// copying it (dense float32/float64; CSR with float32/float64 values and int32/int64 indices), or
+// on given margins f (the kernel variant).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <stdexcept>
+
+#include "nssvm.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using DArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I8Array = nb::ndarray<const int8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+bool is(const AnyArray& a) {
+    return a.dtype() == nb::dtype<T>();
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> vector_to_numpy(std::vector<T>&& v) {
+    auto* out = new std::vector<T>(std::move(v));
+    nb::capsule owner(out, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+    return nb::ndarray<nb::numpy, T, nb::ndim<1>>(out->data(), {out->size()}, owner);
+}
+
+// kind: 0 dense X (data = X, m x n), 1 CSR X (data = values, with indptr and indices), 2 given
+// margins (data = f, length m). w has n entries for kinds 0 and 1.
+nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object indices_obj, DArray w, I8Array y,
+                    DArray alpha, double b, double eta, double inv_C, double inv_c, int64_t k, int nthreads) {
+    const int64_t m = int64_t(y.shape(0));
+    if (int64_t(alpha.shape(0)) != m) throw std::invalid_argument("nssvm_scan: alpha and y differ in length");
+    sk::nssvm::Point z{y.data(), alpha.data(), b, eta, inv_C, inv_c};
+    nthreads = std::max(1, nthreads);
+    sk::nssvm::ScanResult res;
+    auto run = [&](const auto& margin, double cost) {
+        nb::gil_scoped_release release;
+        res = sk::nssvm::scan(z, margin, m, k, cost, nthreads);
+    };
+    if (kind == 0) {
+        if (data.ndim() != 2 || int64_t(data.shape(0)) != m || int64_t(data.shape(1)) != int64_t(w.shape(0)))
+            throw std::invalid_argument("nssvm_scan: X must be m x n with n = len(w)");
+        const int64_t n = int64_t(data.shape(1));
+        if (is<double>(data))
+            run(sk::nssvm::DenseMargin<double>{static_cast<const double*>(data.data()), n, w.data()}, double(n));
+        else if (is<float>(data))
+            run(sk::nssvm::DenseMargin<float>{static_cast<const float*>(data.data()), n, w.data()}, double(n));
+        else
+            throw std::invalid_argument("nssvm_scan: X must be float32 or float64");
+    } else if (kind == 1) {
+        auto indptr = nb::cast<nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(indptr_obj);
+        auto indices = nb::cast<AnyArray>(indices_obj);
+        if (int64_t(indptr.shape(0)) != m + 1 || data.ndim() != 1 || indices.ndim() != 1 ||
+            data.shape(0) != indices.shape(0))
+            throw std::invalid_argument("nssvm_scan: inconsistent CSR arrays");
+        const double cost = m > 0 ? double(indptr.data()[m]) / double(m) : 0.0;
+        auto with_indices = [&](auto* vals) {
+            using V = std::remove_const_t<std::remove_pointer_t<decltype(vals)>>;
+            if (is<int32_t>(indices))
+                run(sk::nssvm::CsrMargin<V, int32_t>{indptr.data(), static_cast<const int32_t*>(indices.data()), vals,
+                                                     w.data()},
+                    cost);
+            else if (is<int64_t>(indices))
+                run(sk::nssvm::CsrMargin<V, int64_t>{indptr.data(), static_cast<const int64_t*>(indices.data()), vals,
+                                                     w.data()},
+                    cost);
+            else
+                throw std::invalid_argument("nssvm_scan: CSR indices must be int32 or int64");
+        };
+        if (is<double>(data))
+            with_indices(static_cast<const double*>(data.data()));
+        else if (is<float>(data))
+            with_indices(static_cast<const float*>(data.data()));
+        else
+            throw std::invalid_argument("nssvm_scan: CSR values must be float32 or float64");
+    } else if (kind == 2) {
+        if (!is<double>(data) || data.ndim() != 1 || int64_t(data.shape(0)) != m)
+            throw std::invalid_argument("nssvm_scan: f must be float64 of length m");
+        run(sk::nssvm::GivenMargin{static_cast<const double*>(data.data())}, 1.0);
+    } else {
+        throw std::invalid_argument("nssvm_scan: unknown kind");
+    }
+    std::vector<int64_t> idx(res.top.size());
+    std::vector<double> g(res.top.size()), score(res.top.size());
+    for (std::size_t t = 0; t < res.top.size(); ++t) {
+        idx[t] = res.top[t].idx;
+        g[t] = res.top[t].g;
+        score[t] = res.top[t].score;
+    }
+    nb::dict d;
+    d["T"] = vector_to_numpy(std::move(idx));
+    d["g"] = vector_to_numpy(std::move(g));
+    d["score"] = vector_to_numpy(std::move(score));
+    d["correct"] = res.correct;
+    return d;
+}
+
+}  // namespace
+
+void bind_nssvm(nb::module_& m) {
+    m.def("nssvm_scan", &nssvm_scan, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
+          "alpha"_a, "b"_a, "eta"_a, "inv_C"_a, "inv_c"_a, "k"_a, "nthreads"_a,
+          "One O(m) pass of NSSVM at z = (alpha; b): the k largest |alpha_i - eta g_i| (ties to the smaller "
+          "index) with their gradients, and the number of correctly classified samples.");
+}

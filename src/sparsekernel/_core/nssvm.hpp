@@ -1,0 +1,131 @@
+// The O(m) pass of NSSVM (Zhou, "Sparse SVM for sufficient data reduction"): everything Algorithm 1
+// needs from the m samples at a new point z = (alpha; b), in one read of the data.
+//
+// For every sample i, with f_i = <w, x_i> (linear; w = Q alpha) or f_i = sum_j alpha_j y_j K(x_i, x_j)
+// (kernel columns given as f):
+//   g_i     = y_i (f_i + b) - 1 + E_ii(alpha) alpha_i          the gradient (21), E of (12)
+//   score_i = |alpha_i - eta g_i|                              the hard-thresholding argument (41)
+//   correct = [sgn(f_i + b) = y_i], sgn(0) = -1                 ACC of (68) (with X w, DESIGN.md)
+// and T = the k largest scores, ties to the smaller index (a strict order: the same T whatever the
+// thread count), found by per-chunk bounded heaps (O(m) comparisons against the heap's worst, no sort
+// of m values) merged at the end.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "parallel.hpp"
+
+namespace sk::nssvm {
+
+struct Point {
+    const int8_t* y = nullptr;      // labels +1 / -1, m
+    const double* alpha = nullptr;  // dense alpha, m (nonzero on at most s entries)
+    double b = 0.0;
+    double eta = 0.0;
+    double inv_C = 0.0;  // E_ii for alpha_i >= 0
+    double inv_c = 0.0;  // E_ii for alpha_i < 0
+};
+
+struct Candidate {
+    double score;
+    int64_t idx;
+    double g;
+};
+
+// a ranks before b: larger score, then smaller index
+inline bool ranks_before(const Candidate& a, const Candidate& b) {
+    return a.score > b.score || (a.score == b.score && a.idx < b.idx);
+}
+
+struct ScanResult {
+    std::vector<Candidate> top;  // the k best, in index order
+    int64_t correct = 0;
+};
+
+// The k best candidates of samples [begin, end) into `heap` (a heap whose front is its worst).
+template <class Margin>
+int64_t scan_range(const Point& z, const Margin& margin, int64_t begin, int64_t end, int64_t k,
+                   std::vector<Candidate>& heap) {
+    int64_t correct = 0;
+    heap.clear();
+    heap.reserve(std::size_t(std::min<int64_t>(k, end - begin)));
+    for (int64_t i = begin; i < end; ++i) {
+        const double f = margin(i) + z.b;
+        const double yi = double(z.y[i]);
+        const double a = z.alpha[i];
+        const double g = yi * f - 1.0 + a * (a >= 0.0 ? z.inv_C : z.inv_c);
+        correct += ((f > 0.0 ? 1.0 : -1.0) == yi);
+        const Candidate c{std::fabs(a - z.eta * g), i, g};
+        if (int64_t(heap.size()) < k) {
+            heap.push_back(c);
+            std::push_heap(heap.begin(), heap.end(), ranks_before);
+        } else if (ranks_before(c, heap.front())) {
+            std::pop_heap(heap.begin(), heap.end(), ranks_before);
+            heap.back() = c;
+            std::push_heap(heap.begin(), heap.end(), ranks_before);
+        }
+    }
+    return correct;
+}
+
+// One pass over the m samples: ACC's count and the top-k set T (k <= m).
+template <class Margin>
+ScanResult scan(const Point& z, const Margin& margin, int64_t m, int64_t k, double cost_per_row, int nthreads) {
+    k = std::max<int64_t>(0, std::min(k, m));
+    const int64_t n_chunks = chunks_for(m, cost_per_row + 4.0, nthreads);
+    std::vector<std::vector<Candidate>> heaps(static_cast<std::size_t>(n_chunks));
+    std::vector<int64_t> correct(static_cast<std::size_t>(n_chunks), 0);
+    for_chunks(n_chunks, nthreads, [&](int64_t c) {
+        const int64_t begin = m * c / n_chunks, end = m * (c + 1) / n_chunks;
+        correct[c] = scan_range(z, margin, begin, end, k, heaps[c]);
+    });
+    ScanResult out;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        out.correct += correct[c];
+        out.top.insert(out.top.end(), heaps[c].begin(), heaps[c].end());
+    }
+    if (int64_t(out.top.size()) > k) {
+        std::nth_element(out.top.begin(), out.top.begin() + k, out.top.end(), ranks_before);
+        out.top.resize(std::size_t(k));
+    }
+    std::sort(out.top.begin(), out.top.end(), [](const Candidate& a, const Candidate& b) { return a.idx < b.idx; });
+    return out;
+}
+
+// f_i = <w, x_i> for dense row-major X (n features)
+template <class V>
+struct DenseMargin {
+    const V* X;
+    int64_t n;
+    const double* w;
+    double operator()(int64_t i) const {
+        const V* row = X + i * n;
+        double s = 0.0;
+        for (int64_t j = 0; j < n; ++j) s += double(row[j]) * w[j];
+        return s;
+    }
+};
+
+// f_i = <w, x_i> for CSR X
+template <class V, class I>
+struct CsrMargin {
+    const int64_t* indptr;
+    const I* indices;
+    const V* values;
+    const double* w;
+    double operator()(int64_t i) const {
+        double s = 0.0;
+        for (int64_t p = indptr[i]; p < indptr[i + 1]; ++p) s += double(values[p]) * w[indices[p]];
+        return s;
+    }
+};
+
+// f_i given (kernel expansions computed elsewhere)
+struct GivenMargin {
+    const double* f;
+    double operator()(int64_t i) const { return f[i]; }
+};
+
+}  // namespace sk::nssvm
