@@ -109,12 +109,12 @@ class _LinearQ:
         """f_i = <w, x_i> for every i (an extra pass; used only by the intercept refit)."""
         return np.asarray(self.X @ self.weights(S, alpha_S), dtype=np.float64).ravel()
 
-    def scan(self, S, alpha_S, alpha, b, eta, C, c, k):
+    def scan(self, S, alpha_S, b, eta, C, c, k):
         w = self.weights(S, alpha_S) if len(S) else np.zeros(self.n)
         if self.kind == _SCAN_DENSE:
-            return _core.nssvm_scan(_SCAN_DENSE, self.X, None, None, w, self.y, alpha, b, eta, 1.0 / C, 1.0 / c,
-                                    k, self.nthreads)
-        return _core.nssvm_scan(_SCAN_CSR, self.X.data, self._indptr, self.X.indices, w, self.y, alpha, b, eta,
+            return _core.nssvm_scan(_SCAN_DENSE, self.X, None, None, w, self.y, S, alpha_S, b, eta, 1.0 / C,
+                                    1.0 / c, k, self.nthreads)
+        return _core.nssvm_scan(_SCAN_CSR, self.X.data, self._indptr, self.X.indices, w, self.y, S, alpha_S, b, eta,
                                 1.0 / C, 1.0 / c, k, self.nthreads)
 
 
@@ -176,19 +176,19 @@ class _KernelQ:
             return self.cols[:, [self.slot[j] for j in S]] @ coef
         return self._columns(np.asarray(S, dtype=np.int64)) @ coef
 
-    def scan(self, S, alpha_S, alpha, b, eta, C, c, k):
+    def scan(self, S, alpha_S, b, eta, C, c, k):
         f = self.margins(S, alpha_S) if len(S) else np.zeros(self.m)
-        return _core.nssvm_scan(_SCAN_GIVEN, np.ascontiguousarray(f), None, None, np.zeros(0), self.y, alpha, b, eta,
-                                1.0 / C, 1.0 / c, k, self.nthreads)
+        return _core.nssvm_scan(_SCAN_GIVEN, np.ascontiguousarray(f), None, None, np.zeros(0), self.y, S, alpha_S, b,
+                                eta, 1.0 / C, 1.0 / c, k, self.nthreads)
 
 
 # ---------------------------------------------------------------------------- the solver
 class NewtonSolver:
     """Algorithm 1 (fixed s) and Algorithm 2 (NSSVM, adaptive s) on one binary problem.
 
-    ``Q`` is a Q-provider, ``y`` int8 labels +-1. State: the dense m-vector ``alpha`` (nonzero on
-    at most s entries, listed in ``S``), the intercept ``b``, the working set ``T`` (sorted) and
-    g_T, the gradient (21) on T.
+    ``Q`` is a Q-provider, ``y`` int8 labels +-1. State: alpha on its support (``S`` sorted,
+    ``a_S``; alpha is never an m-vector: memory is X, y and O(s)), the intercept ``b``, the working
+    set ``T`` (sorted) and g_T, the gradient (21) on T.
     """
 
     def __init__(self, Q, y, *, s, C, c, eta, tol, max_iter, adaptive, rng, refit_intercept=False, verbose=False):
@@ -208,38 +208,53 @@ class NewtonSolver:
         want_pos = min(n_pos, max(self.s - n_neg, (self.s + 1) // 2))
         want_neg = min(n_neg, self.s - want_pos)
         self.T = np.sort(balanced_sample(y, want_pos, want_neg, self.rng))
-        self.alpha = np.zeros(self.m)
-        self.S = np.zeros(0, dtype=np.int64)
+        self.S, self.a_S = np.zeros(0, dtype=np.int64), np.zeros(0)
         self.b = 1.0 if n_pos >= n_neg else -1.0
         self.g_T = -1.0 + y[self.T] * self.b  # g(z0) = H 0 - 1 + y b (21)
         self.acc = (n_pos if self.b > 0 else n_neg) / self.m
 
+    @property
+    def alpha(self):
+        """alpha as a dense m-vector (for inspection; the solver keeps it on S only)."""
+        a = np.zeros(self.m)
+        a[self.S] = self.a_S
+        return a
+
+    @alpha.setter
+    def alpha(self, a):
+        self.S = np.flatnonzero(a).astype(np.int64)
+        self.a_S = np.asarray(a, dtype=np.float64)[self.S]
+
+    def alpha_on(self, idx):
+        """alpha_idx for sorted indices idx."""
+        pos = np.minimum(np.searchsorted(self.S, idx), max(0, len(self.S) - 1))
+        hit = (self.S[pos] == idx) if len(self.S) else np.zeros(len(idx), dtype=bool)
+        return np.where(hit, self.a_S[pos] if len(self.S) else 0.0, 0.0)
+
     def residual(self):
         """||F(z; T)|| of the stationary equations (36): g_T, alpha off T, <alpha_T, y_T>."""
-        a_T = self.alpha[self.T]
-        off = float(self.alpha[self.S] @ self.alpha[self.S]) - float(a_T @ a_T)
+        a_T = self.alpha_on(self.T)
+        off = float(self.a_S @ self.a_S) - float(a_T @ a_T)
         yt = float(a_T @ self.y[self.T])
         return math.sqrt(max(0.0, float(self.g_T @ self.g_T) + max(0.0, off) + yt * yt))
 
     def newton_step(self):
         """Solve (52) by (63) on T and take the full step (62)."""
         T, y_T = self.T, self.y[self.T].astype(np.float64)
-        a_T = self.alpha[T]
+        a_T = self.alpha_on(T)
         E = np.where(a_T >= 0, 1.0 / self.C, 1.0 / self.c)  # E(alpha)_TT (12)
         U = self.Q.theta_solve(T, E, np.column_stack([self.g_T, y_T]))
         u, v = U[:, 0], U[:, 1]
         db = -(y_T @ u - y_T @ a_T) / (y_T @ v)  # d_{m+1}
         d_T = -(u + db * v)
-        self.alpha[self.S] = 0.0  # d on the complement of T is -alpha (62)
-        new = a_T + d_T
+        new = a_T + d_T  # and d = -alpha off T (62): the new support lies in T
         nz = new != 0.0
-        self.S = T[nz]
-        self.alpha[self.S] = new[nz]
+        self.S, self.a_S = T[nz], new[nz]
         self.b += db
 
     def scan(self):
         """The O(m) pass at the new point: g, ACC (68) and T = top-s of |alpha - eta g| (41)."""
-        r = self.Q.scan(self.S, self.alpha[self.S], self.alpha, self.b, self.eta, self.C, self.c, self.s)
+        r = self.Q.scan(self.S, self.a_S, self.b, self.eta, self.C, self.c, self.s)
         self.T, self.g_T = r["T"], r["g"]
         self.acc = r["correct"] / self.m
 
@@ -247,7 +262,7 @@ class NewtonSolver:
         self.initial_point()
         history = [(self.residual(), self.acc, self.s)]
         accs = [0.0, self.acc]  # ACC(alpha^-1) = 0 (67)
-        best = (self.acc, self.S.copy(), self.alpha[self.S].copy(), self.b)
+        best = (self.acc, self.S, self.a_S, self.b)
         self.converged = False
         k = 0
         while True:
@@ -260,14 +275,14 @@ class NewtonSolver:
             if k >= self.max_iter:
                 break
             self.newton_step()
-            if self.adaptive and (k % GROW_EVERY == 0 or small):  # Algorithm 2's update of s
+            if self.adaptive and (k % GROW_EVERY == 0 or small):  # Algorithm 2 (k = 0 included)
                 self.s = min(self.m, int(math.ceil(SIGMA * self.s)))
             self.scan()
             k += 1
             history.append((self.residual(), self.acc, self.s))
             accs.append(self.acc)
             if self.acc > best[0]:
-                best = (self.acc, self.S.copy(), self.alpha[self.S].copy(), self.b)
+                best = (self.acc, self.S, self.a_S, self.b)
             if self.verbose:
                 print(f"[NSSVC] iter {k:3d}  ||F|| {history[-1][0]:.3e}  ACC {self.acc:.5f}  s {self.s}")
         self.n_iter = k
@@ -283,10 +298,8 @@ class NewtonSolver:
         training accuracy (a 1-D search over the margins nearest the boundary)."""
         acc, S, a_S, b = best
         if acc > self.acc:
-            self.alpha[self.S] = 0.0
-            self.S, self.b = S, b
-            self.alpha[S] = a_S
-        f = self.Q.margins(self.S, self.alpha[self.S])
+            self.S, self.a_S, self.b = S, a_S, b
+        f = self.Q.margins(self.S, self.a_S)
         self.b = best_accuracy_intercept(f, self.y, self.b, self.rng)
         self.acc = np.count_nonzero(np.where(f + self.b > 0, 1, -1) == self.y) / self.m
 
@@ -528,7 +541,7 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         coef = np.zeros((n_prob, len(support)))
         for k, sv in enumerate(solvers):
             pos = np.searchsorted(support, sv.S)
-            coef[k, pos] = sv.alpha[sv.S] * sv.y[sv.S]
+            coef[k, pos] = sv.a_S * sv.y[sv.S]
         self.support_ = support.astype(np.int32) if len(support) and support[-1] < 2**31 else support
         self.dual_coef_ = coef
         self.intercept_ = np.array([sv.b for sv in solvers])
@@ -543,7 +556,6 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         if self.kernel == "linear":
             SV = self.support_vectors_
             self.coef_ = np.asarray((SV.T @ coef.T).T if not sp.issparse(SV) else (SV.T @ coef.T).T, dtype=np.float64)
-        # the solver state (m-long alpha) is not kept
 
     @property
     def n_support_vectors_(self):

@@ -16,6 +16,7 @@ namespace {
 using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using DArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using I8Array = nb::ndarray<const int8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 template <class T>
 bool is(const AnyArray& a) {
@@ -32,10 +33,14 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> vector_to_numpy(std::vector<T>&& v) {
 // kind: 0 dense X (data = X, m x n), 1 CSR X (data = values, with indptr and indices), 2 given
 // margins (data = f, length m). w has n entries for kinds 0 and 1.
 nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object indices_obj, DArray w, I8Array y,
-                    DArray alpha, double b, double eta, double inv_C, double inv_c, int64_t k, int nthreads) {
-    const int64_t m = int64_t(y.shape(0));
-    if (int64_t(alpha.shape(0)) != m) throw std::invalid_argument("nssvm_scan: alpha and y differ in length");
-    sk::nssvm::Point z{y.data(), alpha.data(), b, eta, inv_C, inv_c};
+                    I64Array support, DArray alpha_S, double b, double eta, double inv_C, double inv_c, int64_t k,
+                    int nthreads) {
+    const int64_t m = int64_t(y.shape(0)), nS = int64_t(support.shape(0));
+    if (int64_t(alpha_S.shape(0)) != nS) throw std::invalid_argument("nssvm_scan: support and alpha_S differ in length");
+    for (int64_t t = 0; t < nS; ++t)
+        if (support.data()[t] < 0 || support.data()[t] >= m || (t > 0 && support.data()[t] <= support.data()[t - 1]))
+            throw std::invalid_argument("nssvm_scan: support must be sorted, unique indices in [0, m)");
+    sk::nssvm::Point z{y.data(), support.data(), alpha_S.data(), nS, b, eta, inv_C, inv_c};
     nthreads = std::max(1, nthreads);
     sk::nssvm::ScanResult res;
     auto run = [&](const auto& margin, double cost) {
@@ -46,10 +51,17 @@ nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object i
         if (data.ndim() != 2 || int64_t(data.shape(0)) != m || int64_t(data.shape(1)) != int64_t(w.shape(0)))
             throw std::invalid_argument("nssvm_scan: X must be m x n with n = len(w)");
         const int64_t n = int64_t(data.shape(1));
+        auto dense = [&](auto* X) {
+            using V = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;
+            if (n == 2)
+                run(sk::nssvm::DenseMargin<V, 2>{X, n, w.data()}, 2.0);
+            else
+                run(sk::nssvm::DenseMargin<V>{X, n, w.data()}, double(n));
+        };
         if (is<double>(data))
-            run(sk::nssvm::DenseMargin<double>{static_cast<const double*>(data.data()), n, w.data()}, double(n));
+            dense(static_cast<const double*>(data.data()));
         else if (is<float>(data))
-            run(sk::nssvm::DenseMargin<float>{static_cast<const float*>(data.data()), n, w.data()}, double(n));
+            dense(static_cast<const float*>(data.data()));
         else
             throw std::invalid_argument("nssvm_scan: X must be float32 or float64");
     } else if (kind == 1) {
@@ -104,7 +116,7 @@ nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object i
 
 void bind_nssvm(nb::module_& m) {
     m.def("nssvm_scan", &nssvm_scan, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
-          "alpha"_a, "b"_a, "eta"_a, "inv_C"_a, "inv_c"_a, "k"_a, "nthreads"_a,
-          "One O(m) pass of NSSVM at z = (alpha; b): the k largest |alpha_i - eta g_i| (ties to the smaller "
+          "support"_a, "alpha_S"_a, "b"_a, "eta"_a, "inv_C"_a, "inv_c"_a, "k"_a, "nthreads"_a,
+          "One O(m) pass of NSSVM at z = (alpha; b), alpha given on its sorted support: the k largest |alpha_i - eta g_i| (ties to the smaller "
           "index) with their gradients, and the number of correctly classified samples.");
 }

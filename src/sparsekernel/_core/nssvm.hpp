@@ -20,8 +20,10 @@
 namespace sk::nssvm {
 
 struct Point {
-    const int8_t* y = nullptr;      // labels +1 / -1, m
-    const double* alpha = nullptr;  // dense alpha, m (nonzero on at most s entries)
+    const int8_t* y = nullptr;        // labels +1 / -1, m
+    const int64_t* support = nullptr;  // S = supp(alpha), sorted (at most s entries: alpha is never
+    const double* alpha_S = nullptr;   // stored as an m-vector), and alpha on S
+    int64_t n_support = 0;
     double b = 0.0;
     double eta = 0.0;
     double inv_C = 0.0;  // E_ii for alpha_i >= 0
@@ -51,10 +53,12 @@ int64_t scan_range(const Point& z, const Margin& margin, int64_t begin, int64_t 
     int64_t correct = 0;
     heap.clear();
     heap.reserve(std::size_t(std::min<int64_t>(k, end - begin)));
+    int64_t p = std::lower_bound(z.support, z.support + z.n_support, begin) - z.support;  // next support index
     for (int64_t i = begin; i < end; ++i) {
         const double f = margin(i) + z.b;
         const double yi = double(z.y[i]);
-        const double a = z.alpha[i];
+        double a = 0.0;
+        if (p < z.n_support && z.support[p] == i) a = z.alpha_S[p++];
         const double g = yi * f - 1.0 + a * (a >= 0.0 ? z.inv_C : z.inv_c);
         correct += ((f > 0.0 ? 1.0 : -1.0) == yi);
         const Candidate c{std::fabs(a - z.eta * g), i, g};
@@ -94,16 +98,18 @@ ScanResult scan(const Point& z, const Margin& margin, int64_t m, int64_t k, doub
     return out;
 }
 
-// f_i = <w, x_i> for dense row-major X (n features)
-template <class V>
+// f_i = <w, x_i> for dense row-major X; N > 0 fixes the number of features at compile time (the
+// few-feature data NSSVM scales to: the loop then has no inner branch), N = 0 reads it from n
+template <class V, int N = 0>
 struct DenseMargin {
     const V* X;
     int64_t n;
     const double* w;
     double operator()(int64_t i) const {
-        const V* row = X + i * n;
+        const int64_t d = N > 0 ? N : n;
+        const V* row = X + i * d;
         double s = 0.0;
-        for (int64_t j = 0; j < n; ++j) s += double(row[j]) * w[j];
+        for (int64_t j = 0; j < d; ++j) s += double(row[j]) * w[j];
         return s;
     }
 };
