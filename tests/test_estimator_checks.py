@@ -1,7 +1,8 @@
 """scikit-learn's estimator API checks (sklearn.utils.estimator_checks).
 
 Run on the default SVC and SVR and on their kernel='precomputed' versions (scikit-learn checks its
-own SVC and SVR with exactly these), and on SVC(solver='csmo'). The only expected failures are the
+own SVC and SVR with exactly these), on SVC(solver='csmo'), and on NSSVC (linear, the default, and
+rbf; it takes no sample_weight, so it has no expected failures). The only expected failures are the
 two that scikit-learn itself marks xfail for its SVC and its SVR
 (sklearn/utils/_test_common/instance_generator.py, PER_ESTIMATOR_XFAIL_CHECKS[SVC] and [SVR]:
 "sample_weight is not equivalent to removing/repeating samples"): with the default tol=1e-3, the
@@ -12,19 +13,22 @@ tolerance.
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sparsekernel import SVC, SVR
+from sparsekernel import NSSVC, SVC, SVR
 
 _REASON = ("as sklearn.svm.{name}: sample_weight is not equivalent to removing/repeating samples "
            "to rtol=1e-7 at the default tol=1e-3 (SMO stopping tolerance)")
 
 
 def _expected_failed_checks(estimator):
+    if isinstance(estimator, NSSVC):
+        return {}
     reason = _REASON.format(name=type(estimator).__name__)
     return {"check_sample_weight_equivalence_on_dense_data": reason,
             "check_sample_weight_equivalence_on_sparse_data": reason}
 
 
-@parametrize_with_checks([SVC(), SVC(kernel="precomputed"), SVC(solver="csmo"), SVR(), SVR(kernel="precomputed")],
+@parametrize_with_checks([SVC(), SVC(kernel="precomputed"), SVC(solver="csmo"), SVR(), SVR(kernel="precomputed"),
+                          NSSVC(), NSSVC(kernel="rbf")],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -62,7 +62,9 @@ int64_t scan_range(const Point& z, const Margin& margin, int64_t begin, int64_t 
         const double g = yi * f - 1.0 + a * (a >= 0.0 ? z.inv_C : z.inv_c);
         correct += ((f > 0.0 ? 1.0 : -1.0) == yi);
         const Candidate c{std::fabs(a - z.eta * g), i, g};
-        if (int64_t(heap.size()) < k) {
+        if (k == 0) {
+            continue;
+        } else if (int64_t(heap.size()) < k) {
             heap.push_back(c);
             std::push_heap(heap.begin(), heap.end(), ranks_before);
         } else if (ranks_before(c, heap.front())) {
