@@ -21,7 +21,7 @@ Parts (``--part``), each writing ``benchmarks/results/nssvm_<part>.{json,md}``:
     a9a (official a9a / a9a.t; paper Table VI), skin (skin_nonskin, the paper's 90% / 10% split of
     all 245,057 rows, seeded; paper Table VIII), and w8a and magic (no paper numbers).  Methods:
     NSSVC with beta = 1 (the default) and with Table IV's beta (0.2 for a9a, 0.05 otherwise), each
-    with refit_intercept False and True, and the table7 peers.  ``--repeats`` (default 5) fits per
+    with refit_intercept False and True, and the table7 peers.  ``--repeats`` (default 3) fits per
     method, interleaved.
 ``kernel``  (an extension of the paper)
     NSSVC(kernel='rbf') (gamma='scale', C = 0.25: its defaults) at s = 'auto' (ceil(0.1 m)) and at
@@ -51,11 +51,18 @@ Restartable: every (group, trial, method) measurement is saved to the JSON as so
 and a rerun skips those already stored with the same settings (``--force`` recomputes), so a part
 can be run in pieces (e.g. ``--sizes 1e8`` alone, or ``--big-peers logreg,sgd`` later).
 
-Full run (2 cores, nothing else running)::
+BLAS threads (``--blas-threads N``): NSSVC's small dense algebra (scipy Cholesky of the s x s or n x n
+system, numpy products) runs on OpenBLAS's thread pools - numpy and scipy each load their own - next
+to sparsekernel's OpenMP threads; on 2 cores their busy-waiting makes those calls erratic (the same
+fit took 0.13 s to 9 s in the smoke runs).  The default measures the library as shipped;
+``--blas-threads 1`` limits every BLAS pool with threadpoolctl for the whole run (peers included) and
+writes ``nssvm_<part>_blas1.*`` (assemble with the same flag), so both can be kept side by side.
 
-    python benchmarks/bench_nssvm.py --part table7    # ~6 min (~3 min more with --big-peers logreg,sgd)
-    python benchmarks/bench_nssvm.py --part real      # ~5 min
-    python benchmarks/bench_nssvm.py --part kernel    # ~15 min
+Full run (2 cores, nothing else running; times estimated from the smoke runs and single fits)::
+
+    python benchmarks/bench_nssvm.py --part table7    # ~5 min (+~5 min with --big-peers logreg,sgd)
+    python benchmarks/bench_nssvm.py --part real      # ~6 min (w8a's NSSVC(beta=1) dominates)
+    python benchmarks/bench_nssvm.py --part kernel    # ~10-20 min (BLAS contention; ~3 min with --blas-threads 1)
     python benchmarks/bench_nssvm.py --part assemble
 
 Smoke test (seconds; writes ``nssvm*_quick.*``)::
@@ -81,7 +88,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
@@ -102,7 +108,7 @@ QUICK_SIZES, QUICK_TRIALS = (10**4,), 1
 REAL_SETS = ("a9a", "skin", "w8a", "magic")
 KERNEL_SETS = ("magic", "ringnorm", "banana", "usps")
 S_GRID = (0.02, 0.05, 0.1, 0.2)
-REPEATS = {"real": 5, "kernel": 3}
+REPEATS = {"real": 3, "kernel": 3}
 QUICK_ROWS = 2000                               # --quick: train and test subsampled to this many rows
 SKIN_TRAIN_FRACTION = 0.9
 SPLIT_SEED = 0
@@ -715,6 +721,13 @@ def kernel_row(key: str, s: dict, svc: dict) -> list[str]:
             fmt(s["peak_mb"], ".0f"), bar]
 
 
+def grid_cell(x: dict, svc: dict) -> str:
+    """TACC - SVC's / NSV / SVC's / fit time / SVC's."""
+    if x.get("tacc") is None or svc.get("tacc") is None:
+        return "-"
+    return f"{x['tacc'] - svc['tacc']:+.2f} / {x['nsv'] / svc['nsv']:.2f} / {x['time'] / svc['time']:.1f}x"
+
+
 def render_kernel(store: Store, complete: bool, s_grid) -> None:
     groups = {g: {k: summarise(rs) for k, rs in by.items()} for g, by in collect(store).items()}
     names = [n for n in KERNEL_SETS if n in groups] + sorted(set(groups) - set(KERNEL_SETS))
@@ -729,14 +742,10 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
                  *[kernel_row(k, summ[k], svc) for k in order if k in summ]]
         bars[name] = verdict(kernel_bar(summ.get(kernel_key("auto", False), {}), svc))
     for s, r in variants:
-        cells = []
-        for name in names:
-            x, svc = groups[name].get(kernel_key(s, r), {}), groups[name].get("svc", {})
-            ok = x.get("tacc") is not None and svc.get("tacc") is not None
-            cells.append(f"{x['tacc'] - svc['tacc']:+.2f} / {x['nsv'] / svc['nsv']:.2f} / {x['time'] / svc['time']:.1f}x"
-                         if ok else "-")
-        passes = sum(kernel_bar(groups[n].get(kernel_key(s, r), {}), groups[n].get("svc", {})) is True for n in names)
-        grid_rows.append([f"s={s}" + (", refit" if r else ""), *cells, f"{passes}/{len(names)}"])
+        pairs = [(groups[n].get(kernel_key(s, r), {}), groups[n].get("svc", {})) for n in names]
+        passes = sum(kernel_bar(x, svc) is True for x, svc in pairs)
+        grid_rows.append([f"s={s}" + (", refit" if r else ""), *[grid_cell(x, svc) for x, svc in pairs],
+                          f"{passes}/{len(names)}"])
     store.summary = dict(bars=bars)
     body = [
         "NSSVC(kernel='rbf') (gamma='scale', C = 0.25, c = 0.01 C, eta = 1/m: its defaults) against",
