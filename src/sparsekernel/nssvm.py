@@ -311,7 +311,8 @@ class NewtonSolver:
             self.S, self.a_S, self.b = S, a_S, b
         f = self.Q.margins(self.S, self.a_S)
         self.b = best_accuracy_intercept(f, self.y, self.b, self.rng)
-        self.acc = np.count_nonzero(np.where(f + self.b > 0, 1, -1) == self.y) / self.m
+        f += self.b
+        self.acc = np.count_nonzero((f > 0) == (self.y > 0)) / self.m
 
 
 def balanced_sample(y, n_pos, n_neg, rng):
@@ -343,24 +344,25 @@ def best_accuracy_intercept(f, y, b, rng, window=200_000):
     only about ``window`` samples nearest the boundary (|f_i + b| below a radius estimated from a
     random sample): sorted by t = f + b descending, making the first j of them positive gains +1
     per positive and -1 per negative."""
-    t = f + b
-    m = len(t)
-    if window < m:
-        probe = np.abs(t[rng.randint(0, m, size=100_000)])
-        near = np.flatnonzero(np.abs(t) <= np.quantile(probe, window / m))
+    m = len(f)
+    if window < m:  # (bool masks, no m-long float temporaries: m may be 1e8)
+        r = np.quantile(np.abs(f[rng.randint(0, m, size=100_000)] + b), window / m)
+        mask = f >= -b - r
+        mask &= f <= -b + r
+        near = np.flatnonzero(mask)
     else:
         near = np.arange(m)
     K = len(near)
     if K == 0:
         return b
-    order = near[np.argsort(-t[near], kind="stable")]
+    order = near[np.argsort(-f[near], kind="stable")]
     fw, yw = f[order], y[order]
     gains = np.concatenate([[0], np.cumsum(np.where(yw > 0, 1, -1))])
     # cuts: the first j window samples positive; only between distinct margins (a cut inside a group
     # of equal margins cannot be realised: the group shares its sign)
     cut = np.concatenate([[True], fw[:-1] > fw[1:], [True]])
     j = int(np.flatnonzero(cut)[np.argmax(gains[cut])])
-    current = int(np.count_nonzero(t[order] > 0))  # the window samples positive now (a valid cut)
+    current = int(np.count_nonzero(fw + b > 0))  # the window samples positive now (a valid cut)
     if gains[j] <= gains[current]:
         return b
     # thresholds from f itself, so that f_i + b lands exactly where intended
