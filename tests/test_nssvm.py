@@ -428,7 +428,7 @@ def _small():
     (dict(eta=0.0), "eta"), (dict(eta=-1.0), "eta"), (dict(C=0.0), "C must"), (dict(C=-1.0), "C must"),
     (dict(C=np.inf), "C must"), (dict(tol=0.0), "tol"), (dict(tol=-1e-3), "tol"), (dict(max_iter=0), "max_iter"),
     (dict(max_iter=2.5), "max_iter"), (dict(kernel="foo"), "kernel"), (dict(kernel="rbf", gamma=-1.0), "gamma"),
-    (dict(beta=0.0), "beta"), (dict(adaptive="yes"), "adaptive"),
+    (dict(beta=0.0), "beta"), (dict(adaptive="yes"), "adaptive"), (dict(t0="first"), "t0"),
 ])
 def test_invalid_parameters(params, match):
     X, y = _small()
@@ -647,22 +647,27 @@ def test_refit_intercept_example_41():
 # -------------------------------------------- 11. T0 balanced (DESIGN.md misprint), s rules
 @pytest.mark.parametrize("n_pos,m,s", [(30, 1000, 100), (30, 1000, 40), (30, 1000, 41), (3, 1000, 10),
                                        (500, 10_000, 100), (5_000, 10_000, 200), (9_990, 10_000, 50), (1, 2, 2)])
-def test_initial_working_set_is_balanced(n_pos, m, s):
+@pytest.mark.parametrize("t0", ["balanced", "stratified"])
+def test_initial_working_set_is_balanced(n_pos, m, s, t0):
     rng = np.random.default_rng(n_pos + s)
     y = -np.ones(m, dtype=np.int8)
     y[rng.choice(m, n_pos, replace=False)] = 1
     sv = NewtonSolver(None, y, s=s, C=C_DEF, c=c_DEF, eta=1.0 / m, tol=1e-6, max_iter=10, adaptive=False,
-                      rng=np.random.RandomState(0))
+                      rng=np.random.RandomState(0), t0=t0)
     sv.initial_point()
     T = sv.T
     assert len(T) == s and len(np.unique(T)) == s and np.all(np.diff(T) > 0)
     n_neg = m - n_pos
     pos = np.count_nonzero(y[T] > 0)
-    # half from each class (all of a class with fewer than s/2 members)
-    assert pos >= min(n_pos, s // 2) and s - pos >= min(n_neg, s // 2)
+    if t0 == "balanced":  # half from each class (all of a class with fewer than s/2 members)
+        assert pos >= min(n_pos, s // 2) and s - pos >= min(n_neg, s // 2)
+    else:  # in proportion to the class sizes, at least one of each
+        share = min(s - 1, max(1, round(s * n_pos / m)))
+        assert pos == min(n_pos, max(s - n_neg, share))
+        assert pos >= 1 and s - pos >= 1
     if m >= 10 * s:  # drawn at random: another seed gives another T0
         other = NewtonSolver(None, y, s=s, C=C_DEF, c=c_DEF, eta=1.0 / m, tol=1e-6, max_iter=10, adaptive=False,
-                             rng=np.random.RandomState(1))
+                             rng=np.random.RandomState(1), t0=t0)
         other.initial_point()
         assert not np.array_equal(other.T, T)
     b0 = 1.0 if n_pos >= n_neg else -1.0  # sgn(<y, 1>), sgn(0) = 1
