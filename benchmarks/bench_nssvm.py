@@ -212,6 +212,39 @@ def kernel_methods(s_grid) -> list[Method]:
     return out
 
 
+BUDGET_CS = (0.25, 1.0, 4.0, 16.0, 64.0)  # the C grid of the budget variant's 3-fold CV
+
+
+def budget_method(svc_nsv: int) -> Method:
+    """NSSVC(rbf) held to the bar's budget, s = 20% of SVC's support vectors with Algorithm 1 (fixed s:
+    NSV <= s), its C chosen by 3-fold CV on the training set from BUDGET_CS (the CV is in the fit time).
+    The squared-type loss (5) on a subset wants a larger C than the paper's 0.25 (C = 0.25 suits the
+    linear model at scale)."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    from sparsekernel import NSSVC
+
+    budget = max(2, int(BAR_KERNEL_NSV_FRACTION * svc_nsv))
+
+    def make(seed):
+        return GridSearchCV(NSSVC(kernel="rbf", s=budget, adaptive=False, random_state=seed), {"C": list(BUDGET_CS)},
+                            cv=StratifiedKFold(3, shuffle=True, random_state=seed))
+
+    return Method(BUDGET_KEY, f"NSSVC(rbf, s={budget} = 20% of SVC's, Alg. 1, C by 3-fold CV)", make, ours=True,
+                  nsv="support")
+
+
+BUDGET_KEY = "nssvc-budget-cv"
+
+
+def svc_support_count(split: Split) -> int:
+    """SVC's number of support vectors on a split (an untimed fit, to size the budget variant)."""
+    from sparsekernel import SVC
+
+    X, y, _, _ = split
+    return len(SVC(kernel="rbf", gamma="scale", C=1.0).fit(X, y).support_)
+
+
 def kernel_key(s, refit: bool) -> str:
     return f"nssvc-s={s}" + ("-refit" if refit else "")
 
@@ -235,6 +268,7 @@ def margin_count(model, X, y) -> int:
 
 
 def n_support(method: Method, model, X, y) -> int | None:
+    model = getattr(model, "best_estimator_", model)  # a search: its refitted model
     if method.nsv == "support":
         return len(model.support_)
     if method.nsv == "margin":
@@ -691,7 +725,15 @@ def load_kernel_set(name: str) -> Split | None:
 def cmd_kernel(args) -> int:
     store = Store("kernel", args.quick, args.force)
     methods = kernel_methods(args.s_grid)
-    jobs = repeated_jobs(args.datasets or KERNEL_SETS, lambda name: methods, load_kernel_set, args, "kernel")
+
+    def methods_of(name):
+        split = load_kernel_set(name)
+        if split is not None and args.quick:
+            split = quick_subsample(split)
+        budget = [budget_method(svc_support_count(split))] if split is not None else []
+        return methods + budget
+
+    jobs = repeated_jobs(args.datasets or KERNEL_SETS, methods_of, load_kernel_set, args, "kernel")
     run_jobs(store, jobs, lambda complete: render_kernel(store, complete, args.s_grid))
     print(f"wrote {store.md_path}", flush=True)
     return 0
@@ -732,7 +774,7 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
     groups = {g: {k: summarise(rs) for k, rs in by.items()} for g, by in collect(store).items()}
     names = [n for n in KERNEL_SETS if n in groups] + sorted(set(groups) - set(KERNEL_SETS))
     variants = [(s, r) for s in ("auto", *s_grid) for r in (False, True)]
-    order = ["svc", *[kernel_key(s, r) for s, r in variants]]
+    order = ["svc", *[kernel_key(s, r) for s, r in variants], BUDGET_KEY]
     rows, bars, grid_rows = [], {}, []
     for name in names:
         summ = groups[name]
@@ -741,11 +783,11 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
         rows += [[f"**{name}** (m = {m})", *[""] * (len(KERNEL_HEADERS) - 1)],
                  *[kernel_row(k, summ[k], svc) for k in order if k in summ]]
         bars[name] = verdict(kernel_bar(summ.get(kernel_key("auto", False), {}), svc))
-    for s, r in variants:
-        pairs = [(groups[n].get(kernel_key(s, r), {}), groups[n].get("svc", {})) for n in names]
+    for label, key in [*[(f"s={s}" + (", refit" if r else ""), kernel_key(s, r)) for s, r in variants],
+                       ("20% budget, C by CV", BUDGET_KEY)]:
+        pairs = [(groups[n].get(key, {}), groups[n].get("svc", {})) for n in names]
         passes = sum(kernel_bar(x, svc) is True for x, svc in pairs)
-        grid_rows.append([f"s={s}" + (", refit" if r else ""), *[grid_cell(x, svc) for x, svc in pairs],
-                          f"{passes}/{len(names)}"])
+        grid_rows.append([label, *[grid_cell(x, svc) for x, svc in pairs], f"{passes}/{len(names)}"])
     store.summary = dict(bars=bars)
     body = [
         "NSSVC(kernel='rbf') (gamma='scale', C = 0.25, c = 0.01 C, eta = 1/m: its defaults) against",
@@ -757,6 +799,8 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
         "iter = `n_iter_` (SVC: SMO steps); means of accuracies and NSV, medians of times over the repeats.",
         f"Bar (NSSVC(kernel='rbf') defaults, s='auto' = ceil(0.1 m)): TACC >= SVC's - {BAR_KERNEL_ACC_POINTS:g} point",
         f"and NSV <= {BAR_KERNEL_NSV_FRACTION:.0%} of SVC's; the other variants show whether they would pass.",
+        "The last variant holds NSSVC to the bar's budget (s = 20% of SVC's NSV, Algorithm 1) and picks C from",
+        f"{list(BUDGET_CS)} by 3-fold CV on the training set (fit time includes the CV; SVC keeps C = 1).",
         "",
         *md_table(KERNEL_HEADERS, rows),
         "",
