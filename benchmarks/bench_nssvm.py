@@ -196,6 +196,9 @@ def linear_methods(paper_beta: float | None = None) -> list[Method]:
     if paper_beta is not None:
         ours += [nssvc("nssvc-beta", f"NSSVC(beta={paper_beta:g})", beta=paper_beta),
                  nssvc("nssvc-beta-refit", f"NSSVC(beta={paper_beta:g}, refit_intercept=True)", beta=paper_beta,
+                       refit_intercept=True),
+                 nssvc("nssvc-strat", "NSSVC(t0='stratified')", t0="stratified"),
+                 nssvc("nssvc-strat-refit", "NSSVC(t0='stratified', refit_intercept=True)", t0="stratified",
                        refit_intercept=True)]
     return ours + peer_methods()
 
@@ -661,7 +664,7 @@ def render_real(store: Store, complete: bool, skin_split: str) -> None:
     from sparsekernel.nssvm import sparsity_level
 
     groups = {g: {k: summarise(rs) for k, rs in by.items()} for g, by in collect(store).items()}
-    order = ["nssvc", "nssvc-refit", "nssvc-beta", "nssvc-beta-refit", *PEER_KEYS]
+    order = ["nssvc", "nssvc-refit", "nssvc-beta", "nssvc-beta-refit", "nssvc-strat", "nssvc-strat-refit", *PEER_KEYS]
     rows, sizes = [], []
     for name in [n for n in REAL_SETS if n in groups] + sorted(set(groups) - set(REAL_SETS)):
         m, n = next(((s["m"], s["n"]) for s in groups[name].values() if s.get("m")), (0, 1))

@@ -201,7 +201,7 @@ class NewtonSolver:
     set ``T`` (sorted) and g_T, the gradient (21) on T.
     """
 
-    def __init__(self, Q, y, *, s, C, c, eta, tol, max_iter, adaptive, rng, refit_intercept=False, t0="stratified",
+    def __init__(self, Q, y, *, s, C, c, eta, tol, max_iter, adaptive, rng, refit_intercept=False, t0="balanced",
                  verbose=False):
         self.Q, self.y = Q, y
         self.m = len(y)
@@ -212,8 +212,8 @@ class NewtonSolver:
     # -- start (section 4.2; DESIGN.md misprint: T0 balanced, not top-s of |a - eta g|)
     def initial_point(self):
         """alpha = 0, b = sgn(<y, 1>) (sgn(0) = 1), T0 = s indices drawn at random from both classes
-        (DESIGN.md: the paper's top-s of |alpha0 - eta g0| picks one class only): in proportion to
-        the class sizes (t0='stratified', at least one of each) or half from each ('balanced')."""
+        (DESIGN.md: the paper's top-s of |alpha0 - eta g0| picks one class only): half from each
+        (t0='balanced') or in proportion to the class sizes ('stratified', at least one of each)."""
         y = self.y
         n_pos = int(np.count_nonzero(y > 0))
         n_neg = self.m - n_pos
@@ -426,12 +426,14 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
     max_iter : int, default=1000
     kernel : {'linear', 'rbf', 'poly', 'sigmoid', 'laplacian', 'precomputed'}, default='linear'
     gamma, coef0, degree : as in :class:`sklearn.svm.SVC` (kernels other than linear)
-    t0 : {'stratified', 'balanced'}, default='stratified'
-        How the random initial working set T0 is drawn: in proportion to the class sizes, or half
-        from each class (the rule of DESIGN.md and the issue; the paper's own rule picks one class
-        only). On balanced data they agree. On a9a (24 % positives) the model is the SVM of (4)
-        restricted to T, so 'balanced' trains on a biased sample: ACC 80.6 % against 82.8 %
-        ('stratified'), 83.1 % against 84.2 % with refit_intercept (benchmarks/results/nssvm.md).
+    t0 : {'balanced', 'stratified'}, default='balanced'
+        How the random initial working set T0 is drawn: half from each class (DESIGN.md's fix of
+        the paper's rule, which picks one class only), or in proportion to the class sizes. On
+        balanced data they agree. With eta = 1/m, T rarely moves, and the model is close to the SVM
+        (4) trained on T alone, whose loss sums over s instead of m points (an effective C of about
+        C s / m). Which T0 is better depends on the data: on a9a (24 % positives) 'stratified' gains
+        2.2 points of accuracy (1.1 with refit_intercept), on skin (21 %) it loses 12 (0.5 with
+        refit_intercept) (benchmarks/results/nssvm.md).
     refit_intercept : bool, default=False
         The author's code's extra: return the iterate of best training accuracy and refit b to
         maximise training accuracy. Off: b is the Newton step's, which equals (23).
@@ -459,7 +461,7 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, C=0.25, c=None, s="auto", beta=1.0, adaptive=True, eta=None, tol=None, max_iter=1000,
-                 kernel="linear", gamma="scale", coef0=0.0, degree=3, refit_intercept=False, t0="stratified",
+                 kernel="linear", gamma="scale", coef0=0.0, degree=3, refit_intercept=False, t0="balanced",
                  random_state=None, n_jobs=None, verbose=False):
         self.C = C
         self.c = c
@@ -508,8 +510,8 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"adaptive must be a bool, got {self.adaptive!r}")
         if not isinstance(self.refit_intercept, (bool, np.bool_)):
             raise ValueError(f"refit_intercept must be a bool, got {self.refit_intercept!r}")
-        if self.t0 not in ("stratified", "balanced"):
-            raise ValueError(f"t0 must be 'stratified' or 'balanced', got {self.t0!r}")
+        if self.t0 not in ("balanced", "stratified"):
+            raise ValueError(f"t0 must be 'balanced' or 'stratified', got {self.t0!r}")
         check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
         return float(c), n_threads(self.n_jobs)
 
