@@ -65,6 +65,13 @@ def default_level(beta, m, n):
 
 
 # ---------------------------------------------------------------------------- Q-providers
+def _scale_rows(A, v):
+    """diag(v) A for CSR A, as float64 CSR (no sparse product)."""
+    out = A.astype(np.float64, copy=True)
+    out.data *= np.repeat(v, np.diff(out.indptr))
+    return out
+
+
 class _LinearQ:
     """Q = [y_1 x_1 ... y_m x_m] (n x m) of the linear kernel, through X itself (dense or CSR,
     float32 or float64, never copied)."""
@@ -78,32 +85,26 @@ class _LinearQ:
         else:
             self.kind = _SCAN_DENSE
 
-    def rows(self, T):
-        """X_T as a dense float64 block when it is small, else CSR."""
-        XT = self.X[T]
-        if sp.issparse(XT):
-            return XT.astype(np.float64) if XT.shape[0] * self.n > 4_000_000 else XT.toarray().astype(np.float64)
-        return np.asarray(XT, dtype=np.float64)
-
     def theta_solve(self, T, E, rhs):
-        """Theta^{-1} rhs for Theta = H_T(a) = (y_T y_T') o (X_T X_T') + diag(E) (63): an s x s
-        Cholesky when s <= n, else the Woodbury identity with the n x n matrix I + Q_T D^-1 Q_T'."""
-        QT = self.rows(T)
+        """Theta^{-1} rhs for Theta = H_T(a) = Q_T'Q_T + diag(E) (63), Q_T' = the rows y_i x_i of T: an
+        s x s Cholesky when s <= n, else the Woodbury identity with the n x n matrix I + Q_T D^-1 Q_T'.
+        CSR X stays sparse (products cost O(s nnz_row^2), not O(s n^2))."""
         yT = self.y[T].astype(np.float64)
-        QT = QT.multiply(yT[:, None]).tocsr() if sp.issparse(QT) else QT * yT[:, None]  # s x n: rows y_i x_i
+        if sp.issparse(self.X):
+            QT = _scale_rows(self.X[T], yT)  # s x n, CSR
+        else:
+            QT = np.asarray(self.X[T], dtype=np.float64) * yT[:, None]
+        dense = (lambda A: A.toarray() if sp.issparse(A) else A)
         if len(T) <= self.n:
-            G = QT @ QT.T
-            G = G.toarray() if sp.issparse(G) else G
+            G = dense(QT @ QT.T)
             G[np.diag_indices_from(G)] += E
             return sla.cho_solve(sla.cho_factor(G, lower=True, check_finite=False), rhs, check_finite=False)
         Dinv = 1.0 / E
-        QD = QT.T.multiply(Dinv[None, :]).tocsr() if sp.issparse(QT) else QT.T * Dinv[None, :]  # n x s
-        M = QD @ QT
-        M = M.toarray() if sp.issparse(M) else M
+        M = dense(QT.T @ (_scale_rows(QT, Dinv) if sp.issparse(QT) else QT * Dinv[:, None]))
         M[np.diag_indices_from(M)] += 1.0
         u = Dinv[:, None] * rhs
         corr = QT @ sla.cho_solve(sla.cho_factor(M, lower=True, check_finite=False), QT.T @ u, check_finite=False)
-        return u - Dinv[:, None] * corr
+        return u - Dinv[:, None] * np.asarray(corr)
 
     def weights(self, S, alpha_S):
         """w = Q a = sum_{i in S} a_i y_i x_i (72)."""
