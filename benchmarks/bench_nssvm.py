@@ -677,7 +677,7 @@ def a9a_bars(summ: dict[str, dict], order: list[str]) -> list[tuple[str, str, st
 
 
 def render_real(store: Store, complete: bool, skin_split: str) -> None:
-    from sparsekernel.nssvm import sparsity_level
+    from sparsekernel.nssvm import default_level, sparsity_level
 
     groups = {g: {k: summarise(rs) for k, rs in by.items()} for g, by in collect(store).items()}
     order = ["nssvc", "nssvc-refit", "nssvc-beta", "nssvc-beta-refit", "nssvc-strat", "nssvc-strat-refit", *PEER_KEYS]
@@ -688,7 +688,7 @@ def render_real(store: Store, complete: bool, skin_split: str) -> None:
                  *linear_block(groups[name], order, real_paper_rows(name))]
         if m:
             sizes.append(f"{name}: s(1) = {sparsity_level(1.0, m, n)}, s({pn.paper_beta(name):g}) = "
-                         f"{sparsity_level(pn.paper_beta(name), m, n)}")
+                         f"{sparsity_level(pn.paper_beta(name), m, n)}, default s0 = {default_level(1.0, m, n)}")
     store.summary = dict(rows=len(rows), bars=a9a_bars(groups.get("a9a", {}), order))
     body = [
         "Paper Tables VI (a9a) and VIII (skin); w8a and magic are extra rows without paper numbers.  Data:",
@@ -700,8 +700,9 @@ def render_real(store: Store, complete: bool, skin_split: str) -> None:
         "the paper does not say how it split); magic: `_datasets.load('magic')` (stratified 70/30), scaled to",
         "[-1, 1] by the training part's min / max.",
         "",
-        "NSSVC() uses beta = 1 (s0 = s(1)); NSSVC(beta=...) the paper's Table IV value (0.2 for a5a-a9a, 0.05",
-        "for the other sets).  Sparsity levels s0 = ceil(beta n log2(m/n)^2): " + "; ".join(sizes) + ".",
+        "NSSVC() uses s='auto' = min(s(1), ceil(m/20)); NSSVC(beta=...) min(s(beta), ceil(m/20)) with the",
+        "paper's Table IV beta (0.2 for a5a-a9a, 0.05 for the other sets).  Sparsity levels s(beta) =",
+        "ceil(beta n log2(m/n)^2) and the default s0: " + "; ".join(sizes) + ".",
         "Columns as in Table VII (means over the repeats, median fit time; NSV of LinearSVC = margin points).",
         "Paper rows (italic): Table VI / VIII (its NSSVM: beta from Table IV; HSVM = LIBSVM); NSV and NSV/m on",
         "the paper's training size (a9a 32,561; skin 90% of 245,056 = 220,550, from NSV/m).",
