@@ -113,9 +113,17 @@ class _LinearQ:
         w = XS.T @ coef
         return np.asarray(w, dtype=np.float64).ravel()
 
-    def margins(self, S, alpha_S):
-        """f_i = <w, x_i> for every i (an extra pass; used only by the intercept refit)."""
-        return np.asarray(self.X @ self.weights(S, alpha_S), dtype=np.float64).ravel()
+    def _layout(self):
+        if self.kind == _SCAN_DENSE:
+            return (_SCAN_DENSE, self.X, None, None)
+        return (_SCAN_CSR, self.X.data, self._indptr, self.X.indices)
+
+    def window(self, S, alpha_S, b, rng):
+        """The samples nearest the boundary at (alpha; b) and the correct count (intercept refit)."""
+        w = self.weights(S, alpha_S)
+        probe = rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS))
+        r = _window_radius(np.asarray(self.X[probe] @ w, dtype=np.float64).ravel() + b, self.m)
+        return _core.nssvm_window(*self._layout(), w, self.y, b, r, self.nthreads)
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
         w = self.weights(S, alpha_S) if len(S) else np.zeros(self.n)
@@ -186,6 +194,11 @@ class _KernelQ:
             by_slot[[self.slot[j] for j in S]] = coef
             return self.cols @ by_slot
         return self._columns(np.asarray(S, dtype=np.int64)) @ coef
+
+    def window(self, S, alpha_S, b, rng):
+        f = np.ascontiguousarray(self.margins(S, alpha_S))
+        r = _window_radius(f[rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS))] + b, self.m)
+        return _core.nssvm_window(_SCAN_GIVEN, f, None, None, np.zeros(0), self.y, b, r, self.nthreads)
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
         f = self.margins(S, alpha_S) if len(S) else np.zeros(self.m)
@@ -316,10 +329,9 @@ class NewtonSolver:
         acc, S, a_S, b = best
         if acc > self.acc:
             self.S, self.a_S, self.b = S, a_S, b
-        f = self.Q.margins(self.S, self.a_S)
-        self.b = best_accuracy_intercept(f, self.y, self.b, self.rng)
-        f += self.b
-        self.acc = np.count_nonzero((f > 0) == (self.y > 0)) / self.m
+        win = self.Q.window(self.S, self.a_S, self.b, self.rng)
+        self.b, gain = best_window_intercept(win["f"], win["y"], self.b)
+        self.acc = (win["correct"] + gain) / self.m
 
 
 def balanced_sample(y, n_pos, n_neg, rng):
@@ -346,38 +358,52 @@ def balanced_sample(y, n_pos, n_neg, rng):
     return np.concatenate(out).astype(np.int64)
 
 
-def best_accuracy_intercept(f, y, b, rng, window=200_000):
-    """b maximising the training accuracy #{sgn(f_i + b) = y_i} (sgn(0) = -1) over shifts that move
-    only about ``window`` samples nearest the boundary (|f_i + b| below a radius estimated from a
-    random sample): sorted by t = f + b descending, making the first j of them positive gains +1
-    per positive and -1 per negative."""
+_WINDOW = 200_000  # samples near the boundary the intercept refit may move
+_PROBE_ROWS = 100_000  # random rows that estimate the window's radius
+
+
+def _window_radius(t_probe, m):
+    """|f + b| below which about _WINDOW of the m samples lie, from a random probe of f + b."""
+    return np.inf if m <= _WINDOW else float(np.quantile(np.abs(t_probe), _WINDOW / m))
+
+
+def best_window_intercept(fw, yw, b):
+    """(b', gain): the intercept maximising the training accuracy #{sgn(f_i + b') = y_i} (sgn(0) = -1)
+    over shifts that move only the window samples (fw, yw; the others keep their sign), and the
+    number of samples it corrects. Sorted by f descending, making the first j window samples
+    positive gains +1 per positive and -1 per negative; cuts only between distinct margins (equal
+    margins share their sign), thresholds from f itself so that f_i + b' lands where intended."""
+    K = len(fw)
+    if K == 0:
+        return b, 0
+    order = np.argsort(-fw, kind="stable")
+    fw, yw = fw[order], yw[order]
+    gains = np.concatenate([[0], np.cumsum(np.where(yw > 0, 1, -1))])
+    cut = np.concatenate([[True], fw[:-1] > fw[1:], [True]])
+    j = int(np.flatnonzero(cut)[np.argmax(gains[cut])])
+    current = int(np.count_nonzero(fw + b > 0))  # the window samples positive now (a valid cut)
+    gain = int(gains[j] - gains[current])
+    if gain <= 0:
+        return b, 0
+    if j == 0:
+        return -fw[0], gain  # f_0 + b' = 0: negative
+    if j == K:
+        return float(np.nextafter(-fw[-1], np.inf)), gain
+    return -0.5 * (fw[j - 1] + fw[j]), gain
+
+
+def best_accuracy_intercept(f, y, b, rng, window=_WINDOW):
+    """best_window_intercept's b' for margins f given in full, with the window of about ``window``
+    samples nearest the boundary (radius estimated from a random probe)."""
     m = len(f)
-    if window < m:  # (bool masks, no m-long float temporaries: m may be 1e8)
-        r = np.quantile(np.abs(f[rng.randint(0, m, size=100_000)] + b), window / m)
+    if window < m:
+        r = np.quantile(np.abs(f[rng.randint(0, m, size=_PROBE_ROWS)] + b), window / m)
         mask = f >= -b - r
         mask &= f <= -b + r
         near = np.flatnonzero(mask)
     else:
         near = np.arange(m)
-    K = len(near)
-    if K == 0:
-        return b
-    order = near[np.argsort(-f[near], kind="stable")]
-    fw, yw = f[order], y[order]
-    gains = np.concatenate([[0], np.cumsum(np.where(yw > 0, 1, -1))])
-    # cuts: the first j window samples positive; only between distinct margins (a cut inside a group
-    # of equal margins cannot be realised: the group shares its sign)
-    cut = np.concatenate([[True], fw[:-1] > fw[1:], [True]])
-    j = int(np.flatnonzero(cut)[np.argmax(gains[cut])])
-    current = int(np.count_nonzero(fw + b > 0))  # the window samples positive now (a valid cut)
-    if gains[j] <= gains[current]:
-        return b
-    # thresholds from f itself, so that f_i + b lands exactly where intended
-    if j == 0:
-        return -fw[0]  # f_0 + b = 0: negative (sgn(0) = -1)
-    if j == K:
-        return float(np.nextafter(-fw[-1], np.inf))
-    return -0.5 * (fw[j - 1] + fw[j])
+    return best_window_intercept(f[near], y[near], b)[0]
 
 
 # ---------------------------------------------------------------------------- the estimator

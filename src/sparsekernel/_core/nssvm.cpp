@@ -30,8 +30,64 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> vector_to_numpy(std::vector<T>&& v) {
     return nb::ndarray<nb::numpy, T, nb::ndim<1>>(out->data(), {out->size()}, owner);
 }
 
+// Calls fn(margin, cost_per_row) with the margin functor f_i of the data's layout and dtypes.
 // kind: 0 dense X (data = X, m x n), 1 CSR X (data = values, with indptr and indices), 2 given
 // margins (data = f, length m). w has n entries for kinds 0 and 1.
+template <class Fn>
+void with_margin(int kind, const AnyArray& data, nb::object indptr_obj, nb::object indices_obj, const DArray& w,
+                 int64_t m, Fn&& fn) {
+    if (kind == 0) {
+        if (data.ndim() != 2 || int64_t(data.shape(0)) != m || int64_t(data.shape(1)) != int64_t(w.shape(0)))
+            throw std::invalid_argument("nssvm: X must be m x n with n = len(w)");
+        const int64_t n = int64_t(data.shape(1));
+        auto dense = [&](auto* X) {
+            using V = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;
+            if (n == 2)
+                fn(sk::nssvm::DenseMargin<V, 2>{X, n, w.data()}, 2.0);
+            else
+                fn(sk::nssvm::DenseMargin<V>{X, n, w.data()}, double(n));
+        };
+        if (is<double>(data))
+            dense(static_cast<const double*>(data.data()));
+        else if (is<float>(data))
+            dense(static_cast<const float*>(data.data()));
+        else
+            throw std::invalid_argument("nssvm: X must be float32 or float64");
+    } else if (kind == 1) {
+        auto indptr = nb::cast<nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(indptr_obj);
+        auto indices = nb::cast<AnyArray>(indices_obj);
+        if (int64_t(indptr.shape(0)) != m + 1 || data.ndim() != 1 || indices.ndim() != 1 ||
+            data.shape(0) != indices.shape(0))
+            throw std::invalid_argument("nssvm: inconsistent CSR arrays");
+        const double cost = m > 0 ? double(indptr.data()[m]) / double(m) : 0.0;
+        auto with_indices = [&](auto* vals) {
+            using V = std::remove_const_t<std::remove_pointer_t<decltype(vals)>>;
+            if (is<int32_t>(indices))
+                fn(sk::nssvm::CsrMargin<V, int32_t>{indptr.data(), static_cast<const int32_t*>(indices.data()), vals,
+                                                    w.data()},
+                   cost);
+            else if (is<int64_t>(indices))
+                fn(sk::nssvm::CsrMargin<V, int64_t>{indptr.data(), static_cast<const int64_t*>(indices.data()), vals,
+                                                    w.data()},
+                   cost);
+            else
+                throw std::invalid_argument("nssvm: CSR indices must be int32 or int64");
+        };
+        if (is<double>(data))
+            with_indices(static_cast<const double*>(data.data()));
+        else if (is<float>(data))
+            with_indices(static_cast<const float*>(data.data()));
+        else
+            throw std::invalid_argument("nssvm: CSR values must be float32 or float64");
+    } else if (kind == 2) {
+        if (!is<double>(data) || data.ndim() != 1 || int64_t(data.shape(0)) != m)
+            throw std::invalid_argument("nssvm: f must be float64 of length m");
+        fn(sk::nssvm::GivenMargin{static_cast<const double*>(data.data())}, 1.0);
+    } else {
+        throw std::invalid_argument("nssvm: unknown kind");
+    }
+}
+
 nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object indices_obj, DArray w, I8Array y,
                     I64Array support, DArray alpha_S, double b, double eta, double inv_C, double inv_c, int64_t k,
                     int nthreads) {
@@ -43,60 +99,10 @@ nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object i
     sk::nssvm::Point z{y.data(), support.data(), alpha_S.data(), nS, b, eta, inv_C, inv_c};
     nthreads = std::max(1, nthreads);
     sk::nssvm::ScanResult res;
-    auto run = [&](const auto& margin, double cost) {
+    with_margin(kind, data, indptr_obj, indices_obj, w, m, [&](const auto& margin, double cost) {
         nb::gil_scoped_release release;
         res = sk::nssvm::scan(z, margin, m, k, cost, nthreads);
-    };
-    if (kind == 0) {
-        if (data.ndim() != 2 || int64_t(data.shape(0)) != m || int64_t(data.shape(1)) != int64_t(w.shape(0)))
-            throw std::invalid_argument("nssvm_scan: X must be m x n with n = len(w)");
-        const int64_t n = int64_t(data.shape(1));
-        auto dense = [&](auto* X) {
-            using V = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;
-            if (n == 2)
-                run(sk::nssvm::DenseMargin<V, 2>{X, n, w.data()}, 2.0);
-            else
-                run(sk::nssvm::DenseMargin<V>{X, n, w.data()}, double(n));
-        };
-        if (is<double>(data))
-            dense(static_cast<const double*>(data.data()));
-        else if (is<float>(data))
-            dense(static_cast<const float*>(data.data()));
-        else
-            throw std::invalid_argument("nssvm_scan: X must be float32 or float64");
-    } else if (kind == 1) {
-        auto indptr = nb::cast<nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(indptr_obj);
-        auto indices = nb::cast<AnyArray>(indices_obj);
-        if (int64_t(indptr.shape(0)) != m + 1 || data.ndim() != 1 || indices.ndim() != 1 ||
-            data.shape(0) != indices.shape(0))
-            throw std::invalid_argument("nssvm_scan: inconsistent CSR arrays");
-        const double cost = m > 0 ? double(indptr.data()[m]) / double(m) : 0.0;
-        auto with_indices = [&](auto* vals) {
-            using V = std::remove_const_t<std::remove_pointer_t<decltype(vals)>>;
-            if (is<int32_t>(indices))
-                run(sk::nssvm::CsrMargin<V, int32_t>{indptr.data(), static_cast<const int32_t*>(indices.data()), vals,
-                                                     w.data()},
-                    cost);
-            else if (is<int64_t>(indices))
-                run(sk::nssvm::CsrMargin<V, int64_t>{indptr.data(), static_cast<const int64_t*>(indices.data()), vals,
-                                                     w.data()},
-                    cost);
-            else
-                throw std::invalid_argument("nssvm_scan: CSR indices must be int32 or int64");
-        };
-        if (is<double>(data))
-            with_indices(static_cast<const double*>(data.data()));
-        else if (is<float>(data))
-            with_indices(static_cast<const float*>(data.data()));
-        else
-            throw std::invalid_argument("nssvm_scan: CSR values must be float32 or float64");
-    } else if (kind == 2) {
-        if (!is<double>(data) || data.ndim() != 1 || int64_t(data.shape(0)) != m)
-            throw std::invalid_argument("nssvm_scan: f must be float64 of length m");
-        run(sk::nssvm::GivenMargin{static_cast<const double*>(data.data())}, 1.0);
-    } else {
-        throw std::invalid_argument("nssvm_scan: unknown kind");
-    }
+    });
     std::vector<int64_t> idx(res.top.size());
     std::vector<double> g(res.top.size()), score(res.top.size());
     for (std::size_t t = 0; t < res.top.size(); ++t) {
@@ -112,9 +118,29 @@ nb::dict nssvm_scan(int kind, AnyArray data, nb::object indptr_obj, nb::object i
     return d;
 }
 
+// The samples with |f_i + b| <= r (their f_i and labels, in index order) and the number of
+// samples classified correctly at b: what the intercept refit needs, without an m-long array.
+nb::dict nssvm_window(int kind, AnyArray data, nb::object indptr_obj, nb::object indices_obj, DArray w, I8Array y,
+                      double b, double r, int nthreads) {
+    const int64_t m = int64_t(y.shape(0));
+    sk::nssvm::WindowResult res;
+    with_margin(kind, data, indptr_obj, indices_obj, w, m, [&](const auto& margin, double cost) {
+        nb::gil_scoped_release release;
+        res = sk::nssvm::margin_window(y.data(), margin, m, b, r, cost, std::max(1, nthreads));
+    });
+    nb::dict d;
+    d["f"] = vector_to_numpy(std::move(res.f));
+    d["y"] = vector_to_numpy(std::move(res.y));
+    d["correct"] = res.correct;
+    return d;
+}
+
 }  // namespace
 
 void bind_nssvm(nb::module_& m) {
+    m.def("nssvm_window", &nssvm_window, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
+          "b"_a, "r"_a, "nthreads"_a,
+          "The samples with |f_i + b| <= r (f_i and y_i, in index order) and the count of correct signs at b.");
     m.def("nssvm_scan", &nssvm_scan, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
           "support"_a, "alpha_S"_a, "b"_a, "eta"_a, "inv_C"_a, "inv_c"_a, "k"_a, "nthreads"_a,
           "One O(m) pass of NSSVM at z = (alpha; b), alpha given on its sorted support: the k largest |alpha_i - eta g_i| (ties to the smaller "

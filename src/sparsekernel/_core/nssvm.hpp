@@ -115,6 +115,38 @@ ScanResult scan(const Point& z, const Margin& margin, int64_t m, int64_t k, doub
     return out;
 }
 
+struct WindowResult {
+    std::vector<double> f;  // f_i of the samples with |f_i + b| <= r, in index order
+    std::vector<int8_t> y;
+    int64_t correct = 0;    // samples with sgn(f_i + b) = y_i, all m
+};
+
+// One pass: the samples near the boundary, for the intercept refit (nssvm.py).
+template <class Margin>
+WindowResult margin_window(const int8_t* y, const Margin& margin, int64_t m, double b, double r,
+                           double cost_per_row, int nthreads) {
+    const int64_t n_chunks = chunks_for(m, cost_per_row + 2.0, nthreads);
+    std::vector<WindowResult> part(static_cast<std::size_t>(n_chunks));
+    for_chunks(n_chunks, nthreads, [&](int64_t c) {
+        WindowResult& out = part[c];
+        for (int64_t i = m * c / n_chunks, end = m * (c + 1) / n_chunks; i < end; ++i) {
+            const double f = margin(i), t = f + b;
+            out.correct += ((t > 0.0 ? 1 : -1) == y[i]);
+            if (std::fabs(t) <= r) {
+                out.f.push_back(f);
+                out.y.push_back(y[i]);
+            }
+        }
+    });
+    WindowResult all;
+    for (auto& p : part) {
+        all.correct += p.correct;
+        all.f.insert(all.f.end(), p.f.begin(), p.f.end());
+        all.y.insert(all.y.end(), p.y.begin(), p.y.end());
+    }
+    return all;
+}
+
 // f_i = <w, x_i> for dense row-major X; N > 0 fixes the number of features at compile time (the
 // few-feature data NSSVM scales to: the loop then has no inner branch), N = 0 reads it from n
 template <class V, int N = 0>
