@@ -1,9 +1,9 @@
 """NSSVC: the Newton method for the sparsity-constrained SVM of Zhou, "Sparse SVM for sufficient
 data reduction" (IEEE TPAMI 2021), with linear and nonlinear kernels.
 
-Model (8): min_a D(a) = 1/2 a'Ha... with H(a) = Q'Q + E(a) (14), subject to y'a = 0 and
-||a||_0 <= s; D is the dual (6) of the primal (4) whose loss l_cC (5) weighs margin violations by C
-and over-satisfied margins by c < C. Algorithm 1 solves the stationary equations (36) by Newton
+Model (8): min_a D(a) = 1/2 ||Q a||^2 + 1/2 <E(a) a, a> - <1, a> (9), Hessian H(a) = Q'Q + E(a)
+(14), subject to y'a = 0 and ||a||_0 <= s; D is the dual (6) of the primal (4) whose loss l_cC (5)
+weighs margin violations by C and over-satisfied margins by c < C. Algorithm 1 solves the stationary equations (36) by Newton
 steps restricted to a working set T of s indices; NSSVM (Algorithm 2) grows s by sigma = 1.1.
 
 The m-long work of an iteration is one pass in C++ (``_core.nssvm_scan``): the gradient g (21), the
@@ -114,6 +114,7 @@ class _LinearQ:
         return np.asarray(w, dtype=np.float64).ravel()
 
     def _layout(self):
+        """X as the (kind, data, indptr, indices) arguments of the C++ passes."""
         if self.kind == _SCAN_DENSE:
             return (_SCAN_DENSE, self.X, None, None)
         return (_SCAN_CSR, self.X.data, self._indptr, self.X.indices)
@@ -127,11 +128,7 @@ class _LinearQ:
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
         w = self.weights(S, alpha_S) if len(S) else np.zeros(self.n)
-        if self.kind == _SCAN_DENSE:
-            return _core.nssvm_scan(_SCAN_DENSE, self.X, None, None, w, self.y, S, alpha_S, b, eta, 1.0 / C,
-                                    1.0 / c, k, self.nthreads)
-        return _core.nssvm_scan(_SCAN_CSR, self.X.data, self._indptr, self.X.indices, w, self.y, S, alpha_S, b, eta,
-                                1.0 / C, 1.0 / c, k, self.nthreads)
+        return _core.nssvm_scan(*self._layout(), w, self.y, S, alpha_S, b, eta, 1.0 / C, 1.0 / c, k, self.nthreads)
 
 
 class _KernelQ:
@@ -289,6 +286,7 @@ class NewtonSolver:
         self.acc = r["correct"] / self.m
 
     def solve(self):
+        """Run Algorithm 1 (adaptive=False) or 2 from the start of section 4.2; returns self."""
         self.initial_point()
         history = [(self.residual(), self.acc, self.s)]
         accs = [0.0, self.acc]  # ACC(alpha^-1) = 0 (67)
@@ -329,6 +327,7 @@ class NewtonSolver:
         acc, S, a_S, b = best
         if acc > self.acc:
             self.S, self.a_S, self.b = S, a_S, b
+        self.intercept_newton = self.b
         win = self.Q.window(self.S, self.a_S, self.b, self.rng)
         self.b, gain = best_window_intercept(win["f"], win["y"], self.b)
         self.acc = (win["correct"] + gain) / self.m
