@@ -621,7 +621,7 @@ def test_refit_intercept_example_41():
     refit = _fit(X, y, refit_intercept=True)
     # the Newton iterations are the same; only the returned point differs
     np.testing.assert_array_equal(refit.history_[0], plain.history_[0])
-    assert refit.intercept_newton_[0] == plain.intercept_newton_[0] == plain.intercept_[0]
+    assert plain.intercept_newton_[0] == plain.intercept_[0]
     acc_refit = refit.training_accuracy_[0]
     assert acc_refit >= plain.training_accuracy_[0]
     assert acc_refit >= refit.history_[0][:, 1].max()  # the best iterate, then a better b
@@ -638,6 +638,8 @@ def test_refit_intercept_example_41():
     np.testing.assert_array_equal(at_best.support_, refit.support_)
     np.testing.assert_array_equal(at_best.dual_coef_, refit.dual_coef_)
     assert at_best.training_accuracy_[0] == h[k_best, 1]
+    # intercept_newton_: the Newton b of the returned iterate, before its refit
+    assert refit.intercept_newton_[0] == at_best.intercept_[0] != refit.intercept_[0]
     # the refit intercept is the best one for the returned w (brute force over all thresholds)
     f = X @ refit.coef_[0]
     y_pm = _pm(y, refit.classes_[1]).astype(np.int8)

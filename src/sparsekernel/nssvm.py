@@ -481,8 +481,8 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
     n_iter_, norm_F_, s_ : per problem: Newton iterations, the final ||F(z; T)|| of (36), the final
         sparsity level
     training_accuracy_ : per problem, ACC (68) at the returned point
-    intercept_newton_ : per problem, b of the Newton iteration (differs from intercept_ only with
-        refit_intercept)
+    intercept_newton_ : per problem, the Newton iteration's b of the returned iterate (differs from
+        intercept_ only with refit_intercept)
     history_ : per problem, an array of (||F||, ACC, s) per iterate
     """
 
