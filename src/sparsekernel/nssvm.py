@@ -620,14 +620,7 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         self._set_support_vectors(X, self.support_)
         if self.kernel == "linear":
             SV = self.support_vectors_
-            self.coef_ = np.asarray((SV.T @ coef.T).T if not sp.issparse(SV) else (SV.T @ coef.T).T, dtype=np.float64)
-
-    @property
-    def n_support_vectors_(self):
-        return len(self.support_)
-
-    def _accept_sparse(self):
-        return False if self.kernel == "precomputed" else "csr"
+            self.coef_ = np.asarray((SV.T @ coef.T).T, dtype=np.float64)  # w = Q alpha (72)
 
     def decision_function(self, X):
         """f(x) = sum_i alpha_i y_i K(x_i, x) + b: shape (n,) for two classes (> 0 means
@@ -643,7 +636,7 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         return dec[:, 0] if len(self.classes_) == 2 else dec
 
     def predict(self, X):
-        """sgn(f(x) ) (68) for two classes (0 goes to classes_[0]); the largest one-versus-rest score
+        """sgn(f(x)) (68) for two classes (0 goes to classes_[0]); the largest one-versus-rest score
         otherwise."""
         dec = self.decision_function(X)
         if len(self.classes_) == 2:
