@@ -145,6 +145,7 @@ class _KernelQ:
         self.cols = np.empty((self.m, 0), order="F")
         self.slot = {}  # sample index -> column of self.cols
         self.n_computed = 0  # kernel columns evaluated (reuse statistics)
+        self._gram_T, self._gram = None, None  # the last working set and its K_TT
 
     def _columns(self, idx):
         """K(X, x_j) for j in idx, as an m x len(idx) array."""
@@ -176,10 +177,30 @@ class _KernelQ:
         self.slot = keep
         return np.array([keep[j] for j in T], dtype=np.int64)
 
-    def theta_solve(self, T, E, rhs):
+    def gram(self, T):
+        """K_TT, kept from the previous working set for the indices that stay (only the columns of
+        new indices are gathered from the resident block)."""
+        if self._gram_T is not None and np.array_equal(self._gram_T, T):
+            return self._gram
         sl = self.load(T)
+        K = np.empty((len(T), len(T)))
+        fresh = np.arange(len(T))
+        if self._gram_T is not None:
+            _, now, before = np.intersect1d(T, self._gram_T, assume_unique=True, return_indices=True)
+            K[np.ix_(now, now)] = self._gram[np.ix_(before, before)]
+            fresh = np.setdiff1d(fresh, now, assume_unique=True)
+        if len(fresh):
+            block = self.cols[np.ix_(T, sl[fresh])]  # K(x_T, x_fresh)
+            K[:, fresh] = block
+            K[fresh, :] = block.T
+        self._gram_T, self._gram = np.array(T, copy=True), K
+        return K
+
+    def theta_solve(self, T, E, rhs):
+        """Theta^{-1} rhs for Theta = (y_T y_T') o K_TT + diag(E) (63), by Cholesky."""
         yT = self.y[T].astype(np.float64)
-        G = self.cols[np.ix_(T, sl)] * np.outer(yT, yT)
+        G = self.gram(T) * yT[:, None]
+        G *= yT[None, :]
         G[np.diag_indices_from(G)] += E
         return sla.cho_solve(sla.cho_factor(G, lower=True, check_finite=False), rhs, check_finite=False)
 
