@@ -446,6 +446,14 @@ def notes_of(groups: dict[str, dict[str, dict]]) -> list[str]:
     return out
 
 
+def write_section(store: Store, title: str, body: list[str], groups: dict, complete: bool) -> None:
+    """The section's markdown: its body, then the warnings the fits raised."""
+    notes = notes_of(groups)
+    if notes:
+        body = [*body, "", "Notes:", "", *[f"- {n}" for n in notes]]
+    store.write_md(title, body, complete)
+
+
 def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "FAIL")
 
@@ -560,10 +568,7 @@ def render_table7(store: Store, complete: bool) -> None:
         "",
         *bar_lines(store.summary["bars_refit"]),
     ]
-    notes = notes_of(groups)
-    if notes:
-        body += ["", "Notes:", "", *[f"- {n}" for n in notes]]
-    store.write_md("Table VII: Example 4.1, m = 1e5 ... 1e8", body, complete)
+    write_section(store, "Table VII: Example 4.1, m = 1e5 ... 1e8", body, groups, complete)
 
 
 # ======================================================================================== real
@@ -709,10 +714,7 @@ def render_real(store: Store, complete: bool, skin_split: str) -> None:
         "",
         *md_table(LINEAR_HEADERS, rows),
     ]
-    notes = notes_of(groups)
-    if notes:
-        body += ["", "Notes:", "", *[f"- {n}" for n in notes]]
-    store.write_md("Tables VI and VIII: real data sets", body, complete)
+    write_section(store, "Tables VI and VIII: real data sets", body, groups, complete)
 
 
 # ======================================================================================== kernel
@@ -831,10 +833,7 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
         "",
         "Bar per set: " + ", ".join(f"{n} **{v}**" for n, v in bars.items()),
     ]
-    notes = notes_of(groups)
-    if notes:
-        body += ["", "Notes:", "", *[f"- {n}" for n in notes]]
-    store.write_md("rbf kernel: NSSVC vs SVC", body, complete)
+    write_section(store, "rbf kernel: NSSVC vs SVC", body, groups, complete)
 
 
 # ======================================================================================== assemble
