@@ -4,7 +4,8 @@ from . import datasets
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
 from .model_selection import PathSearchCV, svm_path
 from .nssvm import NSSVC
+from .slmc import SLMC, SparseKFD
 from .svm import SVC, SVR
 
-__all__ = ["SVC", "SVR", "NSSVC", "PathSearchCV", "svm_path", "KernelLogisticRegression", "SparseKernelLogisticRegression", "klr_lambda_bound"]
+__all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "KernelLogisticRegression", "SparseKernelLogisticRegression", "klr_lambda_bound"]
 __version__ = "0.1.0"

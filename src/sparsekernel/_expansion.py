@@ -1,0 +1,256 @@
+"""The direct sparse method of Wu, Schölkopf & Bakır ("A direct method for building sparse kernel
+learning algorithms", JMLR 2006): marginal functions W(Z) over the expansion vectors Z and their
+gradients, minimised by L-BFGS.
+
+    SLMC (section 3)      W(Z) = optimum of the SVM (37)-(39) with the kernel K_z of (40), solved as
+                          a linear SVM on the whitened empirical kernel map phi_z = T psi_z (41-43)
+                          by the library's SMO engine; gradient (46) as if alpha did not move.
+    sparse KFD (App. A)   W(Z) = -largest eigenvalue of (B^z)^-1 A^z (57)-(62); gradient (63).
+    reduced set (eq. 4)   ||w - sum_j beta_j phi(z_j)||^2 with beta eliminated (eq. 47): the RS
+                          baseline's objective, the same algebra as SLMC with alpha fixed.
+
+Every gradient has the shape  dW/dz_u = sum_i Wx[u, i] dK(z_u, x_i)/dz_u + sum_j Wz[u, j] dK(z_u, z_j)/dz_u
+(_kernel_grad.kernel_gradient). Notation: Psi = K^{zx} (n_z x N, row u = K(z_u, .)), K^z = K(Z, Z).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as la
+from scipy.optimize import minimize
+
+from . import _core
+from ._base import KERNELS, TERM_LINEAR, core_matrix
+from ._kernel_grad import kernel_gradient
+
+# jitter tried on the diagonal of a kernel matrix whose Cholesky fails: eps * mean(diag) for these eps
+_JITTERS = (0.0,) + tuple(10.0**k for k in range(-12, 1))
+
+
+class ExpansionKernel:
+    """K(Z, X), K(Z, Z) and their derivatives in Z for one kernel; counts kernel evaluations."""
+
+    def __init__(self, kernel, gamma, coef0, degree, nthreads):
+        self.kernel, self.gamma, self.coef0, self.degree = kernel, float(gamma), float(coef0), int(degree)
+        self.code = KERNELS[kernel]
+        self.nthreads = nthreads
+        self.evals = 0
+
+    def __call__(self, Z, B_core):
+        """K(Z, B) as a dense (n_z, n_B) array; B given as a core matrix."""
+        K = _core.kernel_matrix(core_matrix(Z), B_core, self.code, self.gamma, self.coef0, self.degree,
+                                self.nthreads)
+        self.evals += K.size
+        return K
+
+    def gradient(self, Z, B, K_ZB, W):
+        """sum_j W[u, j] dK(z_u, b_j)/dz_u (shape of Z)."""
+        return kernel_gradient(self.kernel, self.gamma, self.coef0, self.degree, Z, B, K_ZB, W)
+
+
+def jitter_scale(K):
+    """The unit of the jitter: the mean diagonal of a kernel matrix (1 when that is not positive)."""
+    scale = float(np.mean(np.abs(np.diag(K)))) if K.size else 1.0
+    return scale if np.isfinite(scale) and scale > 0 else 1.0
+
+
+def cholesky_jittered(K, scale):
+    """Lower Cholesky factor L of K + eps I with the smallest eps of _JITTERS * scale that succeeds,
+    and eps.
+
+    Duplicate or nearly coincident expansion vectors make K^z singular (SLMC section 5.6); the same
+    jittered matrix is then used in W, beta and the gradient, so they stay consistent. The scale is
+    fixed per run (not recomputed from K), so the jitter is a constant wherever it does not jump."""
+    for eps in _JITTERS:
+        try:
+            L = la.cholesky(K + (eps * scale) * np.eye(K.shape[0]), lower=True, check_finite=False)
+        except la.LinAlgError:
+            continue
+        if np.all(np.isfinite(L)) and np.all(np.diag(L) > 0):
+            return L, eps * scale
+    raise ValueError("the kernel matrix of the expansion vectors is not positive definite even with jitter; "
+                     "is the kernel positive definite for these parameters?")
+
+
+def whitened_map(L, Psi):
+    """phi_z(x_i) = T psi_z(x_i) as the rows of an (N, n_z) array, T = L^-1 (eqs. 41-42 with a
+    Cholesky factor K^z = L L' in place of the eigen-decomposition: T K^z T' = I all the same)."""
+    return np.ascontiguousarray(la.solve_triangular(L, Psi, lower=True, check_finite=False).T)
+
+
+class InnerSVM:
+    """The SVM (37)-(39) on given features Phi (N x n_z): a linear-kernel problem for the SMO engine,
+    warm-started from the previous call's alpha (its feasible set does not depend on Z)."""
+
+    def __init__(self, y, upper, tol, cache_size, nthreads, token=None, max_iter=-1):
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.upper = np.ascontiguousarray(upper, dtype=np.float64)
+        self.tol, self.cache_size, self.nthreads, self.token = float(tol), float(cache_size), nthreads, token
+        self.max_iter = int(max_iter)
+        self.alpha = None
+        self.n_iter = 0  # SMO steps over all calls
+        self.last = None
+
+    def solve(self, Phi):
+        """alpha and the bias b of f = w'phi + b for the features Phi."""
+        n = len(self.y)
+        g0 = None
+        if self.alpha is not None:  # Q a - 1 for the warm start, in O(N n_z) instead of kernel rows
+            g0 = self.y * (Phi @ (Phi.T @ (self.y * self.alpha))) - 1.0
+        r = _core.solve(core_matrix(Phi), KERNELS["linear"], 1.0, 0.0, 1, TERM_LINEAR, self.y, np.full(n, -1.0),
+                        None, np.zeros(n), self.upper, self.alpha, self.tol, self.max_iter, True, True, False, 0,
+                        self.cache_size, self.nthreads, self.token, False, False, 0, g0, None)
+        self.alpha = r["alpha"]
+        self.n_iter += int(r["n_iter"])
+        self.last = r
+        return r["alpha"], -float(r["rho"])
+
+
+class Evaluation:
+    """W(Z), its gradient and the classifier at Z: f(x) = beta' psi_z(x) + b."""
+
+    def __init__(self, W, grad, beta, b, jitter, alpha=None, lam=None):
+        self.W, self.grad, self.beta, self.b, self.jitter, self.alpha, self.lam = W, grad, beta, b, jitter, alpha, lam
+
+
+class _JitterUnit:
+    """The jitter unit of a run, fixed by the first kernel matrix the objective factorises."""
+
+    scale = None
+
+    def factor(self, K):
+        if self.scale is None:
+            self.scale = jitter_scale(K)
+        return cholesky_jittered(K, self.scale)
+
+
+class SLMCObjective(_JitterUnit):
+    """W(Z) of SLMC (44) and its gradient (46) on the training set (X, y in {-1, +1})."""
+
+    def __init__(self, X, y, kernel, inner):
+        self.X, self.y, self.kernel, self.inner = X, np.asarray(y, dtype=np.float64), kernel, inner
+        self.X_core = core_matrix(X)
+
+    def evaluate(self, Z):
+        kern = self.kernel
+        Psi = kern(Z, self.X_core)
+        Kz = kern(Z, core_matrix(Z))
+        L, jitter = self.factor(Kz)
+        Phi = whitened_map(L, Psi)
+        alpha, b = self.inner.solve(Phi)                                     # (37)-(39)
+        a = self.y * alpha
+        v = Phi.T @ a                                                        # w in F_z
+        W = float(alpha.sum() - 0.5 * v @ v)                                 # (44)
+        beta = la.solve_triangular(L, v, lower=True, trans="T", check_finite=False)  # (45): (K^z)^-1 Psi Y alpha
+        sv = np.flatnonzero(alpha)
+        # (46): dW/dz_u = beta_u [sum_j beta_j dK(z_u, z_j) - sum_i a_i dK(z_u, x_i)]
+        grad = kern.gradient(Z, Z, Kz, np.outer(beta, beta))
+        if len(sv):
+            grad -= kern.gradient(Z, self.X[sv], Psi[:, sv], np.outer(beta, a[sv]))
+        return Evaluation(W, grad, beta, b, jitter, alpha=alpha)
+
+
+class KFDObjective(_JitterUnit):
+    """W(Z) of sparse KFD (57)-(62), with A the between-class and B the within-class covariance of
+    the training set in feature space (scatter / N, so that mu is on the kernel's scale), B^ = B + mu I.
+
+    For two classes A^z = d d' (d = Psi (1_+/n_+ - 1_-/n_-)) is rank one: the largest eigenvalue of
+    (B^z)^-1 A^z is lam = d' (B^z)^-1 d with eigenvector beta = (B^z)^-1 d / sqrt(lam), beta' B^z beta = 1
+    (61); W = -lam (62)."""
+
+    def __init__(self, X, y, kernel, mu):
+        self.X, self.kernel, self.mu = X, kernel, float(mu)
+        self.X_core = core_matrix(X)
+        y = np.asarray(y, dtype=np.float64)
+        self.pos = y > 0
+        self.n = len(y)
+        n_pos = self.pos.sum()
+        self.c = np.where(self.pos, 1.0 / n_pos, -1.0 / (self.n - n_pos))   # d = Psi c
+
+    def matrices(self, Z):
+        """Psi, K^z, d, the class means m_+, m_- of psi_z and B^z (n_z x n_z)."""
+        Psi = self.kernel(Z, self.X_core)
+        Kz = self.kernel(Z, core_matrix(Z))
+        d = Psi @ self.c
+        m_pos, m_neg = Psi[:, self.pos].mean(axis=1), Psi[:, ~self.pos].mean(axis=1)
+        n_pos = self.pos.sum()
+        S = Psi @ Psi.T - n_pos * np.outer(m_pos, m_pos) - (self.n - n_pos) * np.outer(m_neg, m_neg)
+        Bz = S / self.n + self.mu * Kz
+        return Psi, Kz, d, m_pos, m_neg, Bz
+
+    def evaluate(self, Z):
+        Psi, Kz, d, m_pos, m_neg, Bz = self.matrices(Z)
+        L, jitter = self.factor(Bz)
+        Bd = la.cho_solve((L, True), d, check_finite=False)
+        lam = float(d @ Bd)                                                  # (62)
+        beta = Bd / np.sqrt(lam) if lam > 0 else Bd
+        # (63): dW = -beta' dA beta + lam beta' dB beta, every term beta_u sum_i w_i dK(z_u, x_i) ...
+        bd = float(beta @ d)
+        w = (2.0 * lam / self.n) * (Psi.T @ beta - np.where(self.pos, beta @ m_pos, beta @ m_neg)) - 2.0 * bd * self.c
+        grad = self.kernel.gradient(Z, self.X, Psi, np.outer(beta, w))
+        # ... plus lam mu beta' dK^z beta = 2 lam mu beta_u sum_j beta_j dK(z_u, z_j)
+        grad += self.kernel.gradient(Z, Z, Kz, (2.0 * lam * self.mu) * np.outer(beta, beta))
+        return Evaluation(-lam, grad, beta, None, jitter, lam=lam)
+
+
+class ReducedSetObjective(_JitterUnit):
+    """||w - sum_j beta_j phi(z_j)||^2 (4) for w = sum_i a_i phi(x_i) (a trained SVM's expansion),
+    with beta at its optimum (K^z)^-1 Psi a (47): ||w||^2 - u' (K^z)^-1 u, u = Psi a."""
+
+    def __init__(self, X_sv, a, kernel):
+        self.X, self.a, self.kernel = X_sv, np.asarray(a, dtype=np.float64), kernel
+        self.X_core = core_matrix(X_sv)
+        Ks = kernel(X_sv.toarray() if hasattr(X_sv, "toarray") else X_sv, self.X_core)
+        self.w_norm2 = float(self.a @ Ks @ self.a)
+
+    def evaluate(self, Z):
+        Psi = self.kernel(Z, self.X_core)
+        Kz = self.kernel(Z, core_matrix(Z))
+        L, jitter = self.factor(Kz)
+        u = Psi @ self.a
+        beta = la.cho_solve((L, True), u, check_finite=False)                # (47)
+        W = self.w_norm2 - float(u @ beta)
+        grad = 2.0 * (self.kernel.gradient(Z, Z, Kz, np.outer(beta, beta))
+                      - self.kernel.gradient(Z, self.X, Psi, np.outer(beta, self.a)))
+        return Evaluation(W, grad, beta, None, jitter)
+
+
+class Minimisation:
+    """What an L-BFGS run over Z returns."""
+
+    def __init__(self, Z, history, n_iter, n_evals, converged, message):
+        self.Z, self.history, self.n_iter, self.n_evals = Z, history, n_iter, n_evals
+        self.converged, self.message = converged, message
+
+
+def minimise(objective, Z0, max_iter, tol, verbose=False, label=""):
+    """Minimise objective.evaluate(Z).W over Z by scipy's L-BFGS-B from Z0.
+
+    Stops when the relative decrease of W over an iteration is below tol (scipy's ftol), after
+    max_iter iterations, or when the line search finds no decrease (W is only as accurate as the
+    inner solve): only the max_iter stop counts as not converged. The history holds W at Z0 and at
+    every accepted iterate."""
+    shape = Z0.shape
+    last = {}
+
+    def fun(z):
+        Z = z.reshape(shape)
+        ev = objective.evaluate(Z)
+        last["z"], last["W"] = z.copy(), ev.W
+        return ev.W, ev.grad.ravel()
+
+    W0, _ = fun(Z0.ravel())
+    history = [W0]
+    if max_iter == 0:
+        return Minimisation(Z0, history, 0, 1, True, "max_iter=0: the initial expansion vectors")
+
+    def callback(xk):
+        W = last["W"] if np.array_equal(last.get("z"), xk) else objective.evaluate(xk.reshape(shape)).W
+        history.append(W)
+        if verbose:
+            print(f"[{label}] iteration {len(history) - 1}: W = {W:.10g}")
+
+    res = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
+                   options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 0.0, "maxcor": 10})
+    converged = res.status != 1  # 1: iteration or evaluation limit
+    return Minimisation(res.x.reshape(shape), history, int(res.nit), int(res.nfev) + 1, converged, str(res.message))

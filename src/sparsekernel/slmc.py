@@ -1,0 +1,574 @@
+"""Sparse large margin classifiers (SLMC) and sparse kernel Fisher discriminants with learned
+expansion vectors (Wu, Schölkopf & Bakır, JMLR 2006), and the paper's reduced-set baselines.
+
+Every model here is  f(x) = sum_j beta_j K(z_j, x) + b  over N_z expansion vectors (XVs) z_j chosen
+by the user's budget: prediction costs N_z kernel evaluations per sample, whatever the training set.
+
+    SLMC                  Z minimises the SVM's marginal function W(Z) (44), beta and b from the SVM
+                          (37)-(39) on the whitened empirical kernel map of Z (45).
+    SparseKFD             Z minimises the sparse KFD's W(Z) (57)-(62); beta and b then from (37)-(39).
+    ReducedSetClassifier  'rs':  Z approximates a trained SVM's w (4), beta by (47), the SVM's b;
+                          'mrs': the same Z, beta and b by (37)-(39) and (45) (section 4.1).
+    ReducedSVM            'rsvm': random training points as Z, a linear SVM on psi_z(x) with C by
+                          5-fold CV (Lee & Mangasarian; Lin & Lin); 'mrsvm': the same Z, beta and b
+                          by (37)-(39) and (45) (section 4.2).
+
+Multiclass problems are one-vs-rest, the binary problems in parallel threads. The machinery (W(Z),
+gradients, L-BFGS) is in ``_expansion``; the kernel derivatives in ``_kernel_grad``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ._base import KernelEvaluator, canonical_csr, check_kernel_params, check_positive, core_matrix, n_threads, \
+    resolve_gamma, run_parallel
+from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
+from ._kernel_grad import DIFFERENTIABLE_KERNELS
+
+__all__ = ["SLMC", "SparseKFD", "ReducedSetClassifier", "ReducedSVM"]
+
+INITS = ("random", "kmeans")
+
+
+# ---------------------------------------------------------------------- expansion vectors at the start
+def _dense(rows):
+    return rows.toarray() if sp.issparse(rows) else np.array(rows, dtype=np.float64)
+
+
+def _separate_duplicates(Z, X, rng):
+    """Z with repeated rows moved apart by a small random step (1e-3 of each feature's spread), so
+    that K^z is not singular from the start (SLMC section 5.6: duplicates made K^z ill conditioned)."""
+    _, first = np.unique(Z, axis=0, return_index=True)
+    dup = np.setdiff1d(np.arange(len(Z)), first)
+    if len(dup):
+        spread = np.sqrt(np.asarray(X.power(2).mean(axis=0) - np.square(X.mean(axis=0))).ravel()) if sp.issparse(X) \
+            else X.std(axis=0)
+        spread = np.where(spread > 0, spread, 1.0)
+        Z = Z.copy()
+        Z[dup] += 1e-3 * spread * rng.standard_normal((len(dup), Z.shape[1]))
+    return Z
+
+
+def distinct_sample(X, n_z, rng, candidates=None):
+    """n_z distinct rows of X (among ``candidates`` when given), drawn at random: the paper's random
+    initial XVs with duplicates removed (titanic has 14 distinct rows in 2201). Fewer distinct rows
+    than n_z: all of them, plus copies moved apart by _separate_duplicates."""
+    pool = np.arange(X.shape[0]) if candidates is None else np.asarray(candidates)
+    order = pool[rng.permutation(len(pool))]
+    rows = _dense(X[order])
+    _, first = np.unique(rows, axis=0, return_index=True)
+    first = np.sort(first)[:n_z]                     # the earliest draws of distinct rows
+    Z = rows[first]
+    if len(Z) < n_z:
+        Z = np.vstack([Z, rows[rng.choice(len(rows), n_z - len(Z))]])
+    return _separate_duplicates(Z, X, rng)
+
+
+def initial_expansion(X, n_z, init, rng):
+    """The initial XVs: random distinct training points ('random', Table 1), k-means centres
+    ('kmeans', Table 2, scikit-learn's KMeans) or the user's array."""
+    if isinstance(init, str) and init == "random":
+        return distinct_sample(X, n_z, rng)
+    if isinstance(init, str) and init == "kmeans":
+        from sklearn.cluster import KMeans
+
+        with warnings.catch_warnings():  # fewer distinct points than clusters: separated below
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            km = KMeans(n_clusters=n_z, n_init=3, random_state=rng.randint(2**31 - 1)).fit(X)
+        return _separate_duplicates(np.asarray(km.cluster_centers_, dtype=np.float64), X, rng)
+    return np.array(init, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------- shared estimator machinery
+class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
+    """Validation, one-vs-rest problems in threads, the stored model and prediction, shared by every
+    classifier of this module. A subclass implements ``_fit_binary``."""
+
+    _init_default = "random"
+
+    # ------------------------------------------------------------ parameters
+    def _check_params(self):
+        n = self.n_expansion
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(n) or (
+                isinstance(n, numbers.Integral) and n < 1) or (not isinstance(n, numbers.Integral) and not 0 < n <= 1):
+            raise ValueError(f"n_expansion must be an integer >= 1 or a float in (0, 1] (a fraction of the SVM's "
+                             f"support vectors), got {n!r}")
+        check_positive("C", self.C)
+        if self.kernel == "precomputed" or self.kernel not in DIFFERENTIABLE_KERNELS:
+            raise ValueError(f"kernel must be one of {DIFFERENTIABLE_KERNELS} (expansion vectors move along the "
+                             f"kernel's gradient; a precomputed kernel has none), got {self.kernel!r}")
+        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
+        params = self.get_params(deep=False)
+        if "max_iter" in params:
+            v = self.max_iter
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"max_iter must be a non-negative integer, got {v!r}")
+        for name in ("tol", "inner_tol", "cache_size"):
+            if name in params:
+                check_positive(name, params[name])
+        init = getattr(self, "init", None)
+        if isinstance(init, str) and init not in INITS:
+            raise ValueError(f"init must be one of {INITS} or an array of shape (n_expansion, n_features), "
+                             f"got {init!r}")
+        return n_threads(self.n_jobs)
+
+    def _n_expansion(self, n_train, n_sv):
+        """N_z for one binary problem: the integer, or the fraction of the SVM's support vectors."""
+        if isinstance(self.n_expansion, numbers.Integral):
+            n_z = int(self.n_expansion)
+        else:
+            n_z = max(1, int(round(float(self.n_expansion) * n_sv)))
+        if n_z > n_train:
+            raise ValueError(f"n_expansion={self.n_expansion!r} asks for {n_z} expansion vectors but there are only "
+                             f"{n_train} training samples")
+        return n_z
+
+    def _needs_reference_svc(self):
+        return not isinstance(self.n_expansion, numbers.Integral)
+
+    def _reference_svc(self, X, y, threads):
+        """The full SVM with the same C and kernel (the paper's N_SV, and the RS baselines' w)."""
+        from .svm import SVC
+
+        return SVC(C=float(self.C), kernel=self.kernel, gamma=self._gamma, coef0=self.coef0, degree=self.degree,
+                   cache_size=getattr(self, "cache_size", 200), n_jobs=threads).fit(X, y)
+
+    def _kernel(self, threads):
+        return ExpansionKernel(self.kernel, self._gamma, self.coef0, self.degree, threads)
+
+    def _inner_svm(self, y, threads, token):
+        """The SVM (37)-(39) with this estimator's C and inner tolerance."""
+        return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3),
+                        getattr(self, "cache_size", 200), threads, token)
+
+    def _initial_xvs(self, X, n_z, rng):
+        init = getattr(self, "init", self._init_default)
+        if not isinstance(init, str):
+            Z = np.asarray(init, dtype=np.float64)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1] or not np.all(np.isfinite(Z)):
+                raise ValueError(f"init as an array must be finite with shape (n_expansion, {X.shape[1]}), "
+                                 f"got shape {Z.shape}")
+            return Z
+        return initial_expansion(X, n_z, init, rng)
+
+    # ------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit on X (dense or CSR) and labels y; one binary problem, or one per class (one-vs-rest)."""
+        t0 = time.perf_counter()
+        threads = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        if sp.issparse(X):
+            X = canonical_csr(X)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
+        self._gamma = resolve_gamma(self.gamma, X)
+        if len(self.classes_) == 2:
+            targets = [np.where(y_enc == 1, 1.0, -1.0)]
+        else:
+            targets = [np.where(y_enc == k, 1.0, -1.0) for k in range(len(self.classes_))]
+        seeds = check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1, size=len(targets))
+        workers = min(threads, len(targets))
+        inner = 1 if workers > 1 else threads
+
+        def fit_one(k, token):
+            return self._fit_binary(X, targets[k], np.random.RandomState(seeds[k]), inner, token)
+
+        with threadpool_limits(limits=inner, user_api="blas"):
+            results = run_parallel(fit_one, list(range(len(targets))), workers)
+        self._store(results, X.shape[1])
+        self.fit_time_ = time.perf_counter() - t0
+        if not self.converged_:
+            warnings.warn(f"{type(self).__name__}: the outer L-BFGS stopped at max_iter={self.max_iter} before W "
+                          f"decreased by less than tol={self.tol!r}", ConvergenceWarning)
+        return self
+
+    def _fit_binary(self, X, y, rng, threads, token):  # pragma: no cover - abstract
+        """Fit one binary problem (y in {-1, +1}); return a dict: Z, beta, b and diagnostics."""
+        raise NotImplementedError
+
+    def _store(self, results, n_features):
+        """Stack the problems' XVs; dual_coef_ is block-diagonal so one kernel block K(X, all XVs)
+        serves every problem."""
+        sizes = [len(r["Z"]) for r in results]
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        self.expansion_vectors_ = np.vstack([r["Z"] for r in results]).reshape(-1, n_features)
+        self.dual_coef_ = np.zeros((len(results), starts[-1]))
+        for k, r in enumerate(results):
+            self.dual_coef_[k, starts[k]:starts[k + 1]] = r["beta"]
+        self.intercept_ = np.array([r["b"] for r in results], dtype=np.float64)
+        self.n_expansion_ = np.array(sizes, dtype=np.int64)
+        ref = [r.get("n_sv") for r in results]
+        self.n_support_reference_ = None if any(v is None for v in ref) else np.array(ref, dtype=np.int64)
+        self.objective_history_ = [np.asarray(r.get("history", []), dtype=np.float64) for r in results]
+        self.n_iter_ = np.array([r.get("n_iter", 0) for r in results], dtype=np.int64)
+        self.converged_ = all(r.get("converged", True) for r in results)
+        self.n_kernel_evals_ = int(sum(r.get("evals", 0) for r in results))
+        self.jitter_ = np.array([r.get("jitter", 0.0) for r in results], dtype=np.float64)
+        self.inner_iter_ = np.array([r.get("inner_iter", 0) for r in results], dtype=np.int64)
+
+    # ------------------------------------------------------------ prediction
+    def decision_function(self, X):
+        """sum_j beta_j K(z_j, x) + b from the expansion vectors only: shape (n,) for two classes
+        (> 0 means classes_[1]), (n, n_classes) one-vs-rest scores otherwise."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
+        xv = core_matrix(self.expansion_vectors_)
+        out = np.empty((X.shape[0], len(self.intercept_)))
+        for sl, K in ev.chunks(X, xv, len(self.expansion_vectors_)):
+            out[sl] = K @ self.dual_coef_.T + self.intercept_
+        return out[:, 0] if len(self.classes_) == 2 else out
+
+    def predict(self, X):
+        """The sign for two classes, the largest one-vs-rest score otherwise."""
+        dec = self.decision_function(X)
+        if len(self.classes_) == 2:
+            return self.classes_[(dec > 0).astype(int)]
+        return self.classes_[np.argmax(dec, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+_COMMON_DOC = """
+    n_expansion : int or float, default=0.1
+        N_z, the number of expansion vectors per binary problem: an integer, or a float in (0, 1]:
+        that fraction of the support vectors of an SVC fitted with the same C and kernel (the paper's
+        N_z / N_SV; the SVC is fitted for it).
+    C : float, default=1.0
+        The SVM's C in (37)-(39).
+    kernel : {'rbf', 'poly', 'sigmoid', 'laplacian', 'linear'}, default='rbf'
+        Every kernel with a gradient in z ('precomputed' has none). The sigmoid kernel is not
+        positive definite: K^z is then jittered (see ``jitter_``).
+    gamma, coef0, degree : as :class:`sparsekernel.SVC` (gamma 'scale' or 'auto' or a float).
+    n_jobs : int or None, default=None
+        Threads; the one-vs-rest problems of a multiclass fit run in parallel.
+"""
+
+_FITTED_DOC = """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    expansion_vectors_ : ndarray of shape (sum of N_z over the problems, n_features)
+        The XVs, problem after problem (one problem for two classes, one per class otherwise). They
+        need not be training points.
+    dual_coef_ : ndarray of shape (n_problems, sum of N_z)
+        beta of each problem in its own block (zeros elsewhere): decision_function(X) =
+        K(X, expansion_vectors_) @ dual_coef_.T + intercept_; positive values mean classes_[1] for
+        two classes (scikit-learn's SVC sign convention).
+    intercept_ : ndarray of shape (n_problems,)
+    n_expansion_ : ndarray of shape (n_problems,)
+        N_z of each problem.
+    n_support_reference_ : ndarray of shape (n_problems,) or None
+        Support vectors of the reference SVC, when N_z was given as a fraction (or the baseline
+        needs the SVC).
+    objective_history_ : list of ndarray
+        Per problem, the outer objective at the start and after every L-BFGS iteration.
+    n_iter_ : ndarray of shape (n_problems,)
+        Outer (L-BFGS) iterations.
+    inner_iter_ : ndarray of shape (n_problems,)
+        SMO steps of the inner SVM solves, over all outer iterations.
+    converged_ : bool
+        False when some problem stopped on max_iter.
+    n_kernel_evals_ : int
+        Evaluations of the kernel K (K^zx and K^z blocks; the inner solves work on phi_z).
+    jitter_ : ndarray of shape (n_problems,)
+        The diagonal jitter added to K^z (B^z for SparseKFD) at the final Z (0 when none was needed).
+    fit_time_ : float
+"""
+
+
+class SLMC(_ExpansionClassifier):
+    """Sparse large margin classifier (Wu, Schölkopf & Bakır 2006): an SVM whose weight vector is
+    restricted to the span of N_z learned expansion vectors.
+
+    The expansion vectors Z minimise the marginal function W(Z) (44), the optimum of the SVM
+    (37)-(39) with the kernel K_z(x, x') = psi_z(x)' (K^z)^-1 psi_z(x') (40). W(Z) is evaluated by
+    solving that SVM as a linear SVM with bias on the whitened empirical kernel map phi_z = T psi_z
+    (41-43; T = L^-1 for the Cholesky factor K^z = L L') with the library's SMO engine, warm-started
+    from the previous outer step's dual; its gradient (46) in closed form; Z by scipy's L-BFGS.
+    beta = (K^z)^-1 Psi Y alpha (45) and b come from the final inner solve.
+
+    Parameters
+    ----------""" + _COMMON_DOC + """
+    init : {'random', 'kmeans'} or ndarray of shape (N_z, n_features), default='random'
+        Initial XVs: distinct training points drawn at random (the paper's Table 1), k-means centres
+        (Table 2), or given (the array then sets N_z; n_expansion is ignored).
+    max_iter : int, default=100
+        Outer L-BFGS iterations (the paper reports 20-200); 0 keeps the initial XVs and only
+        computes beta and b (the paper's MRSVM / MRS for random / RS initial XVs).
+    tol : float, default=1e-5
+        Stop when W decreases by less than tol relative to |W| over an iteration (scipy's ftol),
+        or when the line search finds no decrease (W is only as accurate as the inner solve).
+    inner_tol : float, default=1e-3
+        KKT tolerance of the inner SVM solves (SVC's tol).
+    cache_size : float, default=200
+        MB of kernel-row cache for the inner solves (rows of the N x N matrix of phi_z products).
+    random_state : int, RandomState or None
+    verbose : bool, default=False
+        Print W after each outer iteration.
+    """ + _FITTED_DOC
+
+    def __init__(self, n_expansion=0.1, *, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3, init="random",
+                 max_iter=100, tol=1e-5, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
+                 verbose=False):
+        self.n_expansion = n_expansion
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_tol = inner_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _fit_binary(self, X, y, rng, threads, token):
+        n_sv = None
+        if self._needs_reference_svc() and isinstance(self.init, str):
+            n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
+        n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
+        Z0 = self._initial_xvs(X, n_z, rng)
+        kernel = self._kernel(threads)
+        inner = self._inner_svm(y, threads, token)
+        objective = SLMCObjective(X, y, kernel, inner)
+        run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="SLMC")
+        final = objective.evaluate(run.Z)  # beta (45) and b at the returned Z
+        return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
+                "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
+                "inner_iter": inner.n_iter}
+
+
+class SparseKFD(_ExpansionClassifier):
+    """Sparse kernel Fisher discriminant (Wu, Schölkopf & Bakır 2006, Appendix A): the KFD direction
+    restricted to the span of N_z learned expansion vectors.
+
+    Z maximises the Rayleigh quotient beta' A^z beta / beta' B^z beta over beta and Z, i.e. minimises
+    W(Z) = -(largest eigenvalue of (B^z)^-1 A^z) (57)-(62), with A the between-class and B the
+    within-class covariance in feature space and B^ = B + mu I. For two classes A^z is rank one and
+    the eigenvector is (B^z)^-1 d in closed form; gradient (63); Z by scipy's L-BFGS. As the
+    appendix's last paragraph says, the classifier's beta and b then come from the SVM (37)-(39) on
+    the found Z with C.
+
+    Parameters
+    ----------""" + _COMMON_DOC + """
+    mu : float, default=1e-3
+        Regulariser of the within-class covariance, B^ = B + mu I (the paper gives no value). B is
+        the covariance (scatter / N), so mu is on the kernel's scale whatever N. The default was
+        chosen by 5-fold cross-validation on the paper's benchmark sets (benchmarks/bench_slmc.py).
+    init : {'kmeans', 'random'} or ndarray, default='kmeans'
+        As :class:`SLMC`; k-means by default as the paper's Table 3.
+    max_iter, tol, inner_tol, cache_size, random_state, verbose : as :class:`SLMC`.
+    """ + _FITTED_DOC
+
+    _init_default = "kmeans"
+
+    def __init__(self, n_expansion=0.1, *, mu=1e-3, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
+                 init="kmeans", max_iter=100, tol=1e-5, inner_tol=1e-3, cache_size=200, random_state=None,
+                 n_jobs=None, verbose=False):
+        self.n_expansion = n_expansion
+        self.mu = mu
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_tol = inner_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _check_params(self):
+        check_positive("mu", self.mu)
+        return super()._check_params()
+
+    def _fit_binary(self, X, y, rng, threads, token):
+        n_sv = None
+        if self._needs_reference_svc() and isinstance(self.init, str):
+            n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
+        n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
+        Z0 = self._initial_xvs(X, n_z, rng)
+        kernel = self._kernel(threads)
+        run = minimise(KFDObjective(X, y, kernel, self.mu), Z0, self.max_iter, self.tol, self.verbose, label="SKFD")
+        inner = self._inner_svm(y, threads, token)
+        final = SLMCObjective(X, y, kernel, inner).evaluate(run.Z)  # beta and b by (37)-(39), (45)
+        return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
+                "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
+                "inner_iter": inner.n_iter}
+
+
+class ReducedSetClassifier(_ExpansionClassifier):
+    """The reduced-set baselines of the SLMC paper: RS (Burges 1996) and its modification MRS.
+
+    A full SVC is fitted with C and the kernel; its weight vector w = sum_i a_i phi(x_i) is then
+    approximated by N_z vectors: Z minimises ||w - sum_j beta_j phi(z_j)||^2 (4) with beta at its
+    optimum (K^z)^-1 Psi a (47), by L-BFGS on all of Z jointly (gradient: the SLMC gradient (46)
+    with alpha fixed at the SVC's), from ``n_init`` random draws of distinct support vectors; the
+    draw with the smallest (4) is kept (the paper likewise kept the best of three RS codes).
+
+    method='rs' keeps beta (47) and the SVC's b; method='mrs' computes beta and b by the SVM
+    (37)-(39) on the found Z (45), as SLMC does (section 4.1).
+
+    Parameters
+    ----------""" + _COMMON_DOC + """
+    method : {'rs', 'mrs'}, default='rs'
+    n_init : int, default=3
+        Random starts of the minimisation of (4).
+    max_iter : int, default=200
+        L-BFGS iterations per start.
+    tol, inner_tol, cache_size, random_state, verbose : as :class:`SLMC`.
+    """ + _FITTED_DOC
+
+    def __init__(self, n_expansion=0.1, *, method="rs", C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
+                 n_init=3, max_iter=200, tol=1e-6, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
+                 verbose=False):
+        self.n_expansion = n_expansion
+        self.method = method
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_tol = inner_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _check_params(self):
+        if self.method not in ("rs", "mrs"):
+            raise ValueError(f"method must be 'rs' or 'mrs', got {self.method!r}")
+        if not isinstance(self.n_init, numbers.Integral) or isinstance(self.n_init, bool) or self.n_init < 1:
+            raise ValueError(f"n_init must be a positive integer, got {self.n_init!r}")
+        return super()._check_params()
+
+    def _fit_binary(self, X, y, rng, threads, token):
+        svc = self._reference_svc(X, y, threads)
+        sv, a = svc.support_, svc.dual_coef_[0]  # w = sum_i a_i phi(x_i); f = w'phi + intercept_
+        n_z = self._n_expansion(X.shape[0], len(sv))
+        kernel = self._kernel(threads)
+        objective = ReducedSetObjective(X[sv], a, kernel)
+        best = None
+        for _ in range(self.n_init):
+            Z0 = distinct_sample(X, n_z, rng, candidates=sv) if n_z <= len(sv) else distinct_sample(X, n_z, rng)
+            run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="RS")
+            if best is None or run.history[-1] < best.history[-1]:
+                best = run
+        inner = self._inner_svm(y, threads, token)
+        if self.method == "rs":
+            final = objective.evaluate(best.Z)
+            final.b = float(svc.intercept_[0])
+        else:
+            final = SLMCObjective(X, y, kernel, inner).evaluate(best.Z)
+        return {"Z": best.Z, "beta": final.beta, "b": final.b, "history": best.history, "n_iter": best.n_iter,
+                "converged": best.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": len(sv),
+                "inner_iter": inner.n_iter}
+
+
+class ReducedSVM(_ExpansionClassifier):
+    """The reduced SVM baselines of the SLMC paper: RSVM (Lee & Mangasarian 2001; Lin & Lin 2003)
+    and its modification MRSVM.
+
+    Z is N_z distinct training points drawn at random (the same draw as ``SLMC(init='random')``
+    with the same random_state). method='rsvm' trains a linear SVM on the empirical kernel map
+    psi_z(x) = (K(z_1, x), ..., K(z_Nz, x)) -- the SMO engine with the linear kernel, hinge loss and
+    an unregularised bias (LIBSVM tools' RSVM regularises the bias and uses a squared hinge) -- with
+    its own C chosen by 5-fold cross-validation over ``Cs`` (the paper's protocol); ``C_selected_``
+    reports it. method='mrsvm' computes beta and b by the SVM (37)-(39) on the same Z (45) with C
+    (section 4.2), i.e. SLMC with max_iter=0.
+
+    Parameters
+    ----------""" + _COMMON_DOC + """
+    method : {'rsvm', 'mrsvm'}, default='rsvm'
+    Cs : sequence of float or None, default=None
+        The RSVM's grid of C for its 5-fold cross-validation (None: 10^-2 ... 10^3).
+    cv : int, default=5
+    inner_tol, cache_size, random_state : as :class:`SLMC`.
+    """ + _FITTED_DOC
+
+    def __init__(self, n_expansion=0.1, *, method="rsvm", C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
+                 Cs=None, cv=5, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None):
+        self.n_expansion = n_expansion
+        self.method = method
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.Cs = Cs
+        self.cv = cv
+        self.inner_tol = inner_tol
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _check_params(self):
+        if self.method not in ("rsvm", "mrsvm"):
+            raise ValueError(f"method must be 'rsvm' or 'mrsvm', got {self.method!r}")
+        if self.Cs is not None:
+            Cs = np.asarray(self.Cs, dtype=np.float64)
+            if Cs.ndim != 1 or len(Cs) == 0 or not np.all(np.isfinite(Cs)) or np.any(Cs <= 0):
+                raise ValueError(f"Cs must be a non-empty sequence of positive floats, got {self.Cs!r}")
+        if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
+            raise ValueError(f"cv must be an integer >= 2, got {self.cv!r}")
+        return super()._check_params()
+
+    def _fit_binary(self, X, y, rng, threads, token):
+        from .svm import SVC
+
+        n_sv = int(self._reference_svc(X, y, threads).n_support_.sum()) if self._needs_reference_svc() else None
+        n_z = self._n_expansion(X.shape[0], n_sv)
+        Z = distinct_sample(X, n_z, rng)
+        kernel = self._kernel(threads)
+        inner = self._inner_svm(y, threads, token)
+        if self.method == "mrsvm":
+            final = SLMCObjective(X, y, kernel, inner).evaluate(Z)
+            beta, b, C_sel = final.beta, final.b, float(self.C)
+        else:
+            Psi_T = np.ascontiguousarray(kernel(Z, core_matrix(X)).T)  # rows psi_z(x_i)
+            Cs = np.logspace(-2, 3, 6) if self.Cs is None else np.asarray(self.Cs, dtype=np.float64)
+            n_splits = int(min(self.cv, np.bincount((y > 0).astype(int)).min()))
+            linear = SVC(kernel="linear", tol=float(self.inner_tol), cache_size=float(self.cache_size), n_jobs=threads)
+            if n_splits >= 2 and len(Cs) > 1:
+                search = GridSearchCV(linear, {"C": list(Cs)}, cv=StratifiedKFold(n_splits)).fit(Psi_T, y)
+                model, C_sel = search.best_estimator_, float(search.best_params_["C"])
+            else:
+                C_sel = float(Cs[0])
+                model = linear.set_params(C=C_sel).fit(Psi_T, y)
+            beta = model.dual_coef_[0] @ model.support_vectors_  # w of the linear SVM = beta
+            b = float(model.intercept_[0])
+        return {"Z": Z, "beta": beta, "b": b, "history": [], "n_iter": 0, "converged": True, "evals": kernel.evals,
+                "jitter": 0.0, "n_sv": n_sv, "inner_iter": inner.n_iter, "C": C_sel}
+
+    def _store(self, results, n_features):
+        super()._store(results, n_features)
+        self.C_selected_ = np.array([r["C"] for r in results])
