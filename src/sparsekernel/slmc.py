@@ -42,6 +42,15 @@ __all__ = ["SLMC", "SparseKFD", "ReducedSetClassifier", "ReducedSVM"]
 
 INITS = ("random", "kmeans")
 
+# Below this many entries of Psi (N x N_z) a binary problem runs single-threaded: the inner SMO step
+# and the kernel block are then too short for OpenMP's fork-join to pay (breast_cancer, 426 x 10:
+# 0.05 s on one thread, 2.1 s on two while the other core was busy).
+_MIN_ENTRIES_PER_THREAD = 1 << 18
+
+
+def _threads_for(n, n_z, threads):
+    return threads if n * n_z >= _MIN_ENTRIES_PER_THREAD else 1
+
 
 # ---------------------------------------------------------------------- expansion vectors at the start
 def _dense(rows):
@@ -153,6 +162,11 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         """The SVM (37)-(39) with this estimator's C and inner tolerance."""
         return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3),
                         getattr(self, "cache_size", 200), threads, token)
+
+    def _machinery(self, X, y, n_z, threads, token):
+        """The kernel and the inner SVM of one binary problem, on as many threads as pay for its size."""
+        threads = _threads_for(X.shape[0], n_z, threads)
+        return self._kernel(threads), self._inner_svm(y, threads, token)
 
     def _initial_xvs(self, X, n_z, rng):
         init = getattr(self, "init", self._init_default)
@@ -351,8 +365,7 @@ class SLMC(_ExpansionClassifier):
             n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
         n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
         Z0 = self._initial_xvs(X, n_z, rng)
-        kernel = self._kernel(threads)
-        inner = self._inner_svm(y, threads, token)
+        kernel, inner = self._machinery(X, y, len(Z0), threads, token)
         objective = SLMCObjective(X, y, kernel, inner)
         run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="SLMC")
         final = objective.evaluate(run.Z)  # beta (45) and b at the returned Z
@@ -414,9 +427,8 @@ class SparseKFD(_ExpansionClassifier):
             n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
         n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
         Z0 = self._initial_xvs(X, n_z, rng)
-        kernel = self._kernel(threads)
+        kernel, inner = self._machinery(X, y, len(Z0), threads, token)
         run = minimise(KFDObjective(X, y, kernel, self.mu), Z0, self.max_iter, self.tol, self.verbose, label="SKFD")
-        inner = self._inner_svm(y, threads, token)
         final = SLMCObjective(X, y, kernel, inner).evaluate(run.Z)  # beta and b by (37)-(39), (45)
         return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
                 "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
@@ -475,7 +487,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
         svc = self._reference_svc(X, y, threads)
         sv, a = svc.support_, svc.dual_coef_[0]  # w = sum_i a_i phi(x_i); f = w'phi + intercept_
         n_z = self._n_expansion(X.shape[0], len(sv))
-        kernel = self._kernel(threads)
+        kernel, inner = self._machinery(X, y, n_z, threads, token)
         objective = ReducedSetObjective(X[sv], a, kernel)
         best = None
         for _ in range(self.n_init):
@@ -483,7 +495,6 @@ class ReducedSetClassifier(_ExpansionClassifier):
             run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="RS")
             if best is None or run.history[-1] < best.history[-1]:
                 best = run
-        inner = self._inner_svm(y, threads, token)
         if self.method == "rs":
             final = objective.evaluate(best.Z)
             final.b = float(svc.intercept_[0])
@@ -548,8 +559,7 @@ class ReducedSVM(_ExpansionClassifier):
         n_sv = int(self._reference_svc(X, y, threads).n_support_.sum()) if self._needs_reference_svc() else None
         n_z = self._n_expansion(X.shape[0], n_sv)
         Z = distinct_sample(X, n_z, rng)
-        kernel = self._kernel(threads)
-        inner = self._inner_svm(y, threads, token)
+        kernel, inner = self._machinery(X, y, n_z, threads, token)
         if self.method == "mrsvm":
             final = SLMCObjective(X, y, kernel, inner).evaluate(Z)
             beta, b, C_sel = final.beta, final.b, float(self.C)
