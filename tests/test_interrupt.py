@@ -71,6 +71,36 @@ NSSVM_SCRIPT = textwrap.dedent("""
 """)
 
 
+# SLMC: every outer step solves the SVM (37)-(39) on the whitened map of 300 XVs for 20000 samples
+# with C = 1e4 and a KKT tolerance of 1e-9 by SMO (the first step alone had not finished after 8 s on
+# one thread; max_iter=10**6 and tol=1e-15 keep L-BFGS going after it); SIGINT lands in an inner
+# solve (or in the numpy code between them). Multiclass: the one-vs-rest problems in threads.
+SLMC_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from sklearn.datasets import make_classification
+    from sparsekernel import SLMC
+
+    n_classes, mode = int(sys.argv[2]), sys.argv[3]
+    X, y = make_classification(n_samples=20000, n_features=20, n_informative=10, n_classes=n_classes,
+                               flip_y=0.1, random_state=0)
+    model = SLMC(n_expansion=300, C=1e4, inner_tol=1e-9, max_iter=10**6, tol=1e-15, random_state=0, n_jobs=2)
+    print("READY", flush=True)
+    if mode == "raise":
+        model.fit(X, y)
+        print("DONE", flush=True)  # must not be reached
+    else:
+        try:
+            model.fit(X, y)
+            print("DONE", flush=True)
+        except KeyboardInterrupt:
+            print("CAUGHT", flush=True)
+        Xs, ys = X[:300], y[:300]
+        small = SLMC(n_expansion=10, random_state=0).fit(Xs, ys)
+        print("RECOVERED", small.converged_, float(np.mean(small.predict(Xs) == ys)), flush=True)
+""")
+
+
 def _run_and_interrupt(solver, n_classes, mode, script=SCRIPT):
     proc = subprocess.Popen([sys.executable, "-c", script, solver, str(n_classes), mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -152,3 +182,16 @@ def test_cancel_token_api():
 
 def test_sigint_stops_nssvc_and_library_recovers():
     _assert_caught_and_recovered(*_run_and_interrupt("-", 2, "recover", script=NSSVM_SCRIPT)[:3], min_accuracy=0.9)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4], ids=["binary", "4class-threads"])
+def test_sigint_stops_slmc(n_classes):
+    returncode, out, err, _ = _run_and_interrupt("-", n_classes, "raise", script=SLMC_SCRIPT)
+    _assert_not_a_crash(returncode, err)
+    assert "DONE" not in out
+    assert returncode in (1, -signal.SIGINT), (returncode, err[-3000:])
+    assert "Traceback" in err and "KeyboardInterrupt" in err and "fit" in err, err[-3000:]
+
+
+def test_sigint_is_catchable_slmc_and_library_recovers():
+    _assert_caught_and_recovered(*_run_and_interrupt("-", 2, "recover", script=SLMC_SCRIPT)[:3], min_accuracy=0.6)
