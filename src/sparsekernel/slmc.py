@@ -42,10 +42,11 @@ __all__ = ["SLMC", "SparseKFD", "ReducedSetClassifier", "ReducedSVM"]
 
 INITS = ("random", "kmeans")
 
-# Below this many entries of Psi (N x N_z) a binary problem runs single-threaded: the inner SMO step
-# and the kernel block are then too short for OpenMP's fork-join to pay (breast_cancer, 426 x 10:
-# 0.05 s on one thread, 2.1 s on two while the other core was busy).
-_MIN_ENTRIES_PER_THREAD = 1 << 18
+# Below this many entries of Psi (N x N_z) a binary problem runs single-threaded: the inner SMO's
+# rows and the kernel block are then too short for OpenMP's fork-join to pay. Measured (2 cores):
+# breast_cancer 426 x 10: 0.05 s on one thread, 2.1 s on two while the other core was busy; USPS
+# 7291 x 46: 1.7 s on one, 2.7-3.0 s on two (quiet machine); 20000 x 300: 71 s on one, 36 s on two.
+_MIN_ENTRIES_PER_THREAD = 1 << 20
 
 
 def _threads_for(n, n_z, threads):
