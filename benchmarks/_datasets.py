@@ -106,17 +106,27 @@ def load_magic() -> Split | None:
     return scaler.transform(X_train), y_train, scaler.transform(X_test), y_test
 
 
-def load_usps() -> Split | None:
-    """USPS digits (256 features in [-1, 1]), digit 0 (+1) versus the rest (-1)."""
+def load_usps_digits() -> Split | None:
+    """USPS digits (ESL zip.train / zip.test: 7291 / 2007 rows, 256 features in [-1, 1], the 16 x 16
+    image row by row), labels 0-9."""
     paths = _files("usps/zip.train.gz", "usps/zip.test.gz")
     if paths is None:
         return None
 
     def read(path: Path) -> tuple[np.ndarray, np.ndarray]:
         data = np.loadtxt(path)
-        return np.ascontiguousarray(data[:, 1:]), np.where(data[:, 0] == 0, 1.0, -1.0)
+        return np.ascontiguousarray(data[:, 1:]), data[:, 0]
 
     return (*read(paths[0]), *read(paths[1]))
+
+
+def load_usps() -> Split | None:
+    """USPS digits (256 features in [-1, 1]), digit 0 (+1) versus the rest (-1)."""
+    split = load_usps_digits()
+    if split is None:
+        return None
+    X_train, y_train, X_test, y_test = split
+    return X_train, np.where(y_train == 0, 1.0, -1.0), X_test, np.where(y_test == 0, 1.0, -1.0)
 
 
 def load_skin() -> Split | None:

@@ -367,7 +367,13 @@ def gamma_from_sigma2(sigma2: float) -> float:
 
 
 def _raetsch_split(name: str, seed: int | None) -> TrainTest:
-    """Rätsch ``name`` split to Keerthi's Table 1 sizes.
+    """Rätsch ``name`` split to Keerthi's Table 1 sizes (see :func:`raetsch_split`)."""
+    d, n_train, n_test = KEERTHI_TABLE1[name]
+    return raetsch_split(name, n_train, n_test, seed, d=d)
+
+
+def raetsch_split(name: str, n_train: int, n_test: int, seed: int | None, d: int | None = None) -> TrainTest:
+    """Rätsch ``name`` (raetsch/<name>.csv[.gz]) split into n_train / n_test rows.
 
     ``seed=None``: official realisation 1 if its index files exist, else a
     stratified random split with ``random_state=0``.  An integer ``seed``
@@ -375,11 +381,11 @@ def _raetsch_split(name: str, seed: int | None) -> TrainTest:
     """
     from sklearn.model_selection import train_test_split
 
-    d, n_train, n_test = KEERTHI_TABLE1[name]
-    file = f"raetsch/{name}.csv.gz" if name != "banana" else "raetsch/banana.csv"
+    candidates = (f"raetsch/{name}.csv.gz", f"raetsch/{name}.csv")
+    file = next((f for f in candidates if (data_dir() / f).is_file()), candidates[-1])
     X, y = _csv_with_header(file)
-    if X.shape != (n_train + n_test, d):
-        raise ValueError(f"{name}: loaded {X.shape}, expected ({n_train + n_test}, {d})")
+    if len(y) < n_train + n_test or (d is not None and X.shape[1] != d):
+        raise ValueError(f"{name}: loaded {X.shape}, expected {n_train + n_test} rows and {d} columns")
     split_files = [data_dir() / f"raetsch/splits/{name}_{part}_idx.csv"
                    for part in ("train", "test")]
     if seed is None and all(p.is_file() for p in split_files):

@@ -275,10 +275,13 @@ def api_notes() -> dict[str, str | None]:
 
 # ======================================================================================== store
 class Store:
-    """One part's JSON (runs, entries keyed by unit of work, summary) next to its markdown."""
+    """One part's JSON (runs, entries keyed by unit of work, summary) next to its markdown, named
+    ``<prefix>_<part>`` (a benchmark's subclass sets its prefix)."""
+
+    prefix = "csmo"
 
     def __init__(self, part: str, quick: bool, force: bool = False, register_run: bool = True):
-        stem = f"csmo_{part}" + ("_quick" if quick else "")
+        stem = f"{self.prefix}_{part}" + ("_quick" if quick else "")
         self.part, self.quick, self.force = part, quick, force
         self.md_path = RESULTS / f"{stem}.md"
         self.json_path = RESULTS / f"{stem}.json"
@@ -291,12 +294,12 @@ class Store:
             self.runs.append(bench_svc.environment())
             self.run_index = len(self.runs) - 1
 
-    @staticmethod
-    def load(part: str, quick: bool) -> Store | None:
-        stem = f"csmo_{part}" + ("_quick" if quick else "")
+    @classmethod
+    def load(cls, part: str, quick: bool) -> Store | None:
+        stem = f"{cls.prefix}_{part}" + ("_quick" if quick else "")
         if not (RESULTS / f"{stem}.json").exists():
             return None
-        return Store(part, quick, register_run=False)
+        return cls(part, quick, register_run=False)
 
     def get(self, key: str, config: dict):
         e = self.entries.get(key)

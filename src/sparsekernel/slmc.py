@@ -245,7 +245,7 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
         xv = core_matrix(self.expansion_vectors_)
         out = np.empty((X.shape[0], len(self.intercept_)))
-        for sl, K in ev.chunks(X, xv, len(self.expansion_vectors_)):
+        for sl, K in ev.chunks(X, xv, len(self.expansion_vectors_), self.expansion_vectors_):
             out[sl] = K @ self.dual_coef_.T + self.intercept_
         return out[:, 0] if len(self.classes_) == 2 else out
 

@@ -73,11 +73,14 @@ sk::KernelParams make_params(int kernel, double gamma, double coef0, int degree)
     return p;
 }
 
-// K(A[rows], B) as a dense float64 matrix (prediction, tests).
+// K(A, B) as a dense float64 matrix (prediction, tests). The kernel's blocks take a few rows as
+// register tiles against many columns spread over the threads, so the side with fewer rows is made
+// the rows: prediction (many test points A, few expansion vectors B) computes K(B, A) in column
+// chunks and writes it transposed (every kernel but 'precomputed' is symmetric in its arguments).
 nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, const PyMatrix& B, int kernel,
                                                            double gamma, double coef0, int degree, int nthreads) {
     nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python (_base.n_threads)
-    sk::Kernel K(A.m, B.m, make_params(kernel, gamma, coef0, degree));
+    const auto params = make_params(kernel, gamma, coef0, degree);
     const int64_t na = A.m.n, nbr = B.m.n;
     auto* out = new double[std::max<int64_t>(1, na * nbr)];
     nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
@@ -86,13 +89,35 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, con
         constexpr int64_t kRows = 256;
         std::vector<int32_t> rows(kRows);
         std::vector<double*> outs(kRows);
-        for (int64_t r0 = 0; r0 < na; r0 += kRows) {
-            const int64_t q = std::min(kRows, na - r0);
-            for (int64_t r = 0; r < q; ++r) {
-                rows[r] = int32_t(r0 + r);
-                outs[r] = out + (r0 + r) * nbr;
+        if (params.type != sk::KernelType::precomputed && nbr < na) {
+            sk::Kernel K(B.m, A.m, params);
+            constexpr int64_t kCols = 4096;  // columns of K(B, A) per transposed chunk
+            std::vector<int32_t> cols(kCols);
+            std::vector<double> tmp(kRows * kCols);
+            for (int64_t c0 = 0; c0 < na; c0 += kCols) {
+                const int64_t w = std::min(kCols, na - c0);
+                for (int64_t t = 0; t < w; ++t) cols[t] = int32_t(c0 + t);
+                for (int64_t r0 = 0; r0 < nbr; r0 += kRows) {
+                    const int64_t q = std::min(kRows, nbr - r0);
+                    for (int64_t r = 0; r < q; ++r) {
+                        rows[r] = int32_t(r0 + r);
+                        outs[r] = tmp.data() + r * w;
+                    }
+                    K.block<double>(rows.data(), q, cols.data(), w, outs.data(), nthreads);
+                    for (int64_t t = 0; t < w; ++t)
+                        for (int64_t r = 0; r < q; ++r) out[(c0 + t) * nbr + r0 + r] = tmp[r * w + t];
+                }
             }
-            K.block<double>(rows.data(), q, nullptr, nbr, outs.data(), nthreads);
+        } else {
+            sk::Kernel K(A.m, B.m, params);
+            for (int64_t r0 = 0; r0 < na; r0 += kRows) {
+                const int64_t q = std::min(kRows, na - r0);
+                for (int64_t r = 0; r < q; ++r) {
+                    rows[r] = int32_t(r0 + r);
+                    outs[r] = out + (r0 + r) * nbr;
+                }
+                K.block<double>(rows.data(), q, nullptr, nbr, outs.data(), nthreads);
+            }
         }
     }
     return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(na), size_t(nbr)}, owner);
