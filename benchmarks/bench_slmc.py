@@ -57,6 +57,7 @@ CV_CS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 CV_GAMMA_FACTORS = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)    # times 1 / (d var X), sklearn's 'scale'
 KFD_MUS = (1e-4, 1e-3, 1e-2, 1e-1)
 USPS_C, USPS_GAMMA = 10.0, 1.0 / 128
+USPS_MAX_ITER = 300   # the paper reports 20-200 iterations; at the default 100 W was still falling (5.13 % at 0.1)
 BATCH = 20000
 BAR_USPS_POINTS, BAR_EX2_ERROR, BAR_USPS_SECONDS, BAR_SPEEDUP, BAR_RSVM_SETS = 0.5, 2.3, 600.0, 5.0, 5
 
@@ -173,7 +174,8 @@ def table1_means(store):
     for key, e in store.entries.items():
         name = key.split("/")[0]
         by_set.setdefault(name, []).append(e["result"])
-        how[name] = e["result"]["description"].split(", ", 1)[1]
+        how[name] = e["result"]["description"].split(", ", 1)[1].replace(f"random_state={key.split('/s')[-1]}",
+                                                                         "random_state 0, 1, ...")
     means = {}
     for name, results in by_set.items():
         keys = [k for k in results[0] if isinstance(results[0][k], dict)]
@@ -207,7 +209,7 @@ def render_table1(store):
                            for n in names])
     rows.append(["10 %: SKFD (Table 3, mu by CV)"]
                 + [f"{fmt(means[n]['skfd@0.1']['error'], '.1f')} / {pn.SKFD_ERROR[n]}" for n in names])
-    rows.append(["10 %: SKFD at the default mu=1e-3"]
+    rows.append([f"10 %: SKFD at the default mu={SparseKFD().mu:g}"]
                 + [f"{fmt(means[n]['skfd@0.1']['error_default_mu'], '.1f')}" for n in names])
     lines += md_table(headers, rows)
     mus = {n: [e["result"]["skfd@0.1"]["mu"] for k, e in store.entries.items() if k.startswith(n + "/")]
@@ -284,10 +286,12 @@ def cmd_usps(args):
     full = full_svc_predictors(Xtr, ytr, binary=False)
     for label, model, n_sv, t in full:
         result[label] = {"error": error(model, Xte, yte), "n_sv": n_sv, "fit_s": t}
-    sparse = {"slmc@0.05": SLMC(0.05, C=USPS_C, gamma=USPS_GAMMA, random_state=0),
-              "slmc@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, random_state=0)}
+    it = dict(max_iter=USPS_MAX_ITER)
+    sparse = {"slmc@0.05": SLMC(0.05, C=USPS_C, gamma=USPS_GAMMA, random_state=0, **it),
+              "slmc@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, random_state=0, **it)}
     if not args.quick:
-        sparse.update({"slmc_kmeans@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, init="kmeans", random_state=0),
+        sparse.update({"slmc_kmeans@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, init="kmeans", random_state=0,
+                                               **it),
                        "mrsvm@0.1": ReducedSVM(0.1, method="mrsvm", C=USPS_C, gamma=USPS_GAMMA, random_state=0),
                        "rsvm@0.1": ReducedSVM(0.1, method="rsvm", C=USPS_C, gamma=USPS_GAMMA, random_state=0),
                        "rs@0.1": ReducedSetClassifier(0.1, method="rs", C=USPS_C, gamma=USPS_GAMMA, random_state=0),
@@ -314,7 +318,13 @@ def render_usps(store):
     full_labels = [k for k in ("sparsekernel SVC", "sklearn SVC", "sklearnex SVC") if k in r]
     lines = ["## USPS (7291 / 2007, ten digits, C = 10, gamma = 1/128)", "",
              "Paper: SVM (ten one-vs-rest) N_SV 2683, 4.3 %; SLMC 5 % 4.9 %, 10 % 4.7 % (k-means 4.6 %); "
-             "RS 4.7, MRS 4.8, RSVM 8.2, MRSVM 8.0 % at 10 %; SLMC trained in 6.9 h (C++, Pentium 4).", ""]
+             "RS 4.7, MRS 4.8, RSVM 8.2, MRSVM 8.0 % at 10 %; SLMC trained in 6.9 h (C++, Pentium 4).", "",
+             "The paper's N_SV = 2683 matches the *distinct* support vectors of the ten one-vs-rest SVMs "
+             f"(ours: {r['ovr_svm']['n_sv_distinct']}; summed over the ten: {r['ovr_svm']['n_sv_sum']}), so its "
+             "10 % is about 268 XVs in all. Our float n_expansion is a fraction of each binary SVM's own support "
+             f"vectors: `slmc@0.05` ({r['slmc@0.05']['n_z']} XVs) is the paper's 10 %, `slmc@0.1` "
+             f"({r['slmc@0.1']['n_z']} XVs) twice as many. SLMC runs with max_iter={USPS_MAX_ITER} here "
+             "(default 100).", ""]
     rows = [["SVM, ten one-vs-rest sparsekernel SVCs (the paper's)", fmt(r["ovr_svm"]["error"], ".2f"),
              f"{r['ovr_svm']['n_sv_distinct']} distinct ({r['ovr_svm']['n_sv_sum']} summed)",
              fmt(r["ovr_svm"]["fit_s"], ".1f"), "4.3 / 2683"]]
@@ -329,14 +339,19 @@ def render_usps(store):
     fastest_full = min(s for label, _, s in r["predict"] if not label.startswith("SLMC"))
     lines += md_table(["model", "kernel evaluations / sample", "seconds", "fastest full SVC / this"],
                       [[label, n, fmt(s, ".4f"), fmt(fastest_full / s, ".1f")] for label, n, s in r["predict"]])
-    slmc10 = next(s for label, _, s in r["predict"] if label == "SLMC 0.1")
-    store.summary = {"bars": [
-        ("SLMC 10 % within 0.5 points of the paper's 4.7 %", f"{r['slmc@0.1']['error']:.2f} %",
-         abs(r["slmc@0.1"]["error"] - 4.7) <= BAR_USPS_POINTS or r["slmc@0.1"]["error"] < 4.7),
-        ("SLMC ten digits at 10 % trained in under 10 minutes", f"{r['slmc@0.1']['fit_s']:.1f} s",
-         r["slmc@0.1"]["fit_s"] < BAR_USPS_SECONDS),
-        ("multiclass prediction at 10 % at least 5x faster than the fastest full SVC",
-         f"{fastest_full / slmc10:.1f}x", fastest_full / slmc10 >= BAR_SPEEDUP)]}
+    speed = {key: fastest_full / next(s for label, _, s in r["predict"] if label == f"SLMC {key[5:]}")
+             for key in ("slmc@0.05", "slmc@0.1")}
+    bars = []
+    for key, what in (("slmc@0.05", "the paper's 10 % (10 % of the distinct SVs)"),
+                      ("slmc@0.1", "10 % of each binary SVM's SVs")):
+        e = r[key]["error"]
+        bars += [(f"SLMC at {what}: within 0.5 points of the paper's 4.7 %", f"{e:.2f} %",
+                  e <= 4.7 + BAR_USPS_POINTS),
+                 (f"SLMC at {what}: multiclass prediction >= 5x faster than the fastest full SVC",
+                  f"{speed[key]:.1f}x", speed[key] >= BAR_SPEEDUP)]
+    bars.append(("SLMC ten digits at 10 % (either reading) trained in under 10 minutes",
+                 f"{r['slmc@0.1']['fit_s']:.1f} s", r["slmc@0.1"]["fit_s"] < BAR_USPS_SECONDS))
+    store.summary = {"bars": bars}
     store.md_path.write_text("\n".join(lines) + "\n")
     store.save()
     print("\n".join(lines))
@@ -446,7 +461,7 @@ def cmd_assemble(args):
         usps_wins = 0
         if parts[1] is not None:
             u = parts[1].entries["usps"]["result"]
-            usps_wins = int(u.get("rsvm@0.1", {}).get("error", np.inf) >= u["slmc@0.1"]["error"])
+            usps_wins = int(u.get("rsvm@0.1", {}).get("error", -np.inf) >= u["slmc@0.1"]["error"])
         bars.append(("SLMC at 10 % at least as good as RSVM on 5 of the 7 sets", f"{len(wins) + usps_wins} of "
                      f"{len(table1.summary['names']) + (parts[1] is not None)}", len(wins) + usps_wins >= BAR_RSVM_SETS))
     for store in parts[1:]:
