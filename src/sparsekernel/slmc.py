@@ -169,6 +169,16 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         threads = _threads_for(X.shape[0], n_z, threads)
         return self._kernel(threads), self._inner_svm(y, threads, token)
 
+    def _learned_start(self, X, y, rng, threads, token):
+        """What a learned-XV fit (SLMC, SparseKFD) starts from: the reference SVC's N_SV (when N_z is
+        a fraction), the initial XVs, the kernel and the inner SVM."""
+        n_sv = None
+        if self._needs_reference_svc() and isinstance(self.init, str):
+            n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
+        n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
+        Z0 = self._initial_xvs(X, n_z, rng)
+        return (n_sv, Z0, *self._machinery(X, y, len(Z0), threads, token))
+
     def _initial_xvs(self, X, n_z, rng):
         init = getattr(self, "init", self._init_default)
         if not isinstance(init, str):
@@ -261,6 +271,13 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = True
         return tags
+
+
+def _learned_result(run, final, kernel, inner, n_sv):
+    """One binary problem's fitted model and diagnostics from its L-BFGS run and final inner solve."""
+    return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
+            "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
+            "inner_iter": inner.n_iter}
 
 
 _COMMON_DOC = """
@@ -361,18 +378,11 @@ class SLMC(_ExpansionClassifier):
         self.verbose = verbose
 
     def _fit_binary(self, X, y, rng, threads, token):
-        n_sv = None
-        if self._needs_reference_svc() and isinstance(self.init, str):
-            n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
-        n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
-        Z0 = self._initial_xvs(X, n_z, rng)
-        kernel, inner = self._machinery(X, y, len(Z0), threads, token)
+        n_sv, Z0, kernel, inner = self._learned_start(X, y, rng, threads, token)
         objective = SLMCObjective(X, y, kernel, inner)
         run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="SLMC")
         final = objective.evaluate(run.Z)  # beta (45) and b at the returned Z
-        return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
-                "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
-                "inner_iter": inner.n_iter}
+        return _learned_result(run, final, kernel, inner, n_sv)
 
 
 class SparseKFD(_ExpansionClassifier):
@@ -425,17 +435,10 @@ class SparseKFD(_ExpansionClassifier):
         return super()._check_params()
 
     def _fit_binary(self, X, y, rng, threads, token):
-        n_sv = None
-        if self._needs_reference_svc() and isinstance(self.init, str):
-            n_sv = int(self._reference_svc(X, y, threads).n_support_.sum())
-        n_z = self._n_expansion(X.shape[0], n_sv) if isinstance(self.init, str) else None
-        Z0 = self._initial_xvs(X, n_z, rng)
-        kernel, inner = self._machinery(X, y, len(Z0), threads, token)
+        n_sv, Z0, kernel, inner = self._learned_start(X, y, rng, threads, token)
         run = minimise(KFDObjective(X, y, kernel, self.mu), Z0, self.max_iter, self.tol, self.verbose, label="SKFD")
         final = SLMCObjective(X, y, kernel, inner).evaluate(run.Z)  # beta and b by (37)-(39), (45)
-        return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
-                "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
-                "inner_iter": inner.n_iter}
+        return _learned_result(run, final, kernel, inner, n_sv)
 
 
 class ReducedSetClassifier(_ExpansionClassifier):
