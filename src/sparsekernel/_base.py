@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _core
@@ -166,6 +167,29 @@ class KernelEvaluator:
             return np.tanh(K, out=K)
         return np.power(K, self.degree, out=K)  # poly
 
+    def decision(self, X, B, B_core, coef, intercept):
+        """intercept + K(X, B) @ coef.T, shape (n, k), for X validated *without* the finiteness check.
+
+        For dense X and B and a kernel of dot products or squared distances this is one fused C++
+        pass over X (_core/predict.hpp): X is read once, and the rows' squared norms it computes
+        anyway tell whether X is finite, so prediction needs no validation pass of its own.
+        Otherwise X is checked here and the blocks come from ``chunks``."""
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        intercept = np.ascontiguousarray(intercept, dtype=np.float64)
+        if B is not None and self.kernel in _GEMM_KERNELS and not sp.issparse(X) and not sp.issparse(B):
+            out = _core.expansion_decision(np.ascontiguousarray(X, dtype=np.float64),
+                                           np.ascontiguousarray(B, dtype=np.float64), coef, intercept, self.code,
+                                           self.gamma, self.coef0, self.degree, self.n_jobs)
+            if out is None:
+                assert_all_finite(X, input_name="X")  # scikit-learn's message for NaN / inf
+                raise ValueError("Input X contains values too large to square in float64 (|x| > 1e154)")
+            return out
+        assert_all_finite(X.data if sp.issparse(X) else X, input_name="X")
+        out = np.empty((X.shape[0], coef.shape[0]))
+        for sl, K in self.chunks(X, B_core, coef.shape[1], B):
+            out[sl] = K @ coef.T + intercept
+        return out
+
     def chunks(self, X, B_core, n_b, B=None):
         """Yield (slice, K(X[slice], B)) over row chunks of X."""
         step = max(1, _PREDICT_CHUNK_ENTRIES // max(1, n_b))
@@ -206,19 +230,30 @@ class KernelModelMixin:
                 f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
                 f"(one column per training sample), got {X.shape}")
 
-    def _validate_X(self, X):
+    def _validate_X(self, X, ensure_all_finite=True):
         X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C",
-                          reset=False)
+                          reset=False, ensure_all_finite=ensure_all_finite)
         self._check_precomputed(X, fit=False)
         return X
+
+    def _evaluator(self):
+        return KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
+
+    def _decision_values(self, X, coef, intercept):
+        """intercept + K(X, support vectors) @ coef.T, shape (n, k): the expansion's decision values,
+        X validated here (its finiteness by the fused pass where that applies)."""
+        if self.kernel == "precomputed":
+            X = self._validate_X(X)
+            return np.asarray(X, dtype=np.float64)[:, self.support_] @ np.asarray(coef, dtype=np.float64).T + intercept
+        X = self._validate_X(X, ensure_all_finite=False)
+        return self._evaluator().decision(X, self.support_vectors_, self._sv_core, coef, intercept)
 
     def _kernel_chunks(self, X):
         """Yield (slice, K(X[slice], support vectors)) in row chunks of bounded memory."""
         if self.kernel == "precomputed":
             yield slice(0, X.shape[0]), np.asarray(X, dtype=np.float64)[:, self.support_]
             return
-        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
-        yield from ev.chunks(X, self._sv_core, len(self.support_), self.support_vectors_)
+        yield from self._evaluator().chunks(X, self._sv_core, len(self.support_), self.support_vectors_)
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -647,13 +647,11 @@ class NSSVC(KernelModelMixin, ClassifierMixin, BaseEstimator):
         """f(x) = sum_i alpha_i y_i K(x_i, x) + b: shape (n,) for two classes (> 0 means
         classes_[1]), (n, n_classes) one-versus-rest scores otherwise."""
         check_is_fitted(self)
-        X = self._validate_X(X)
         if self.kernel == "linear":
+            X = self._validate_X(X)
             dec = np.asarray(X @ self.coef_.T, dtype=np.float64) + self.intercept_
         else:
-            dec = np.empty((X.shape[0], self.dual_coef_.shape[0]))
-            for sl, K in self._kernel_chunks(X):
-                dec[sl] = K @ self.dual_coef_.T + self.intercept_
+            dec = self._decision_values(X, self.dual_coef_, self.intercept_)
         return dec[:, 0] if len(self.classes_) == 2 else dec
 
     def predict(self, X):

@@ -251,12 +251,11 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         """sum_j beta_j K(z_j, x) + b from the expansion vectors only: shape (n,) for two classes
         (> 0 means classes_[1]), (n, n_classes) one-vs-rest scores otherwise."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False,
+                          ensure_all_finite=False)  # checked by the decision pass
         ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), n_threads(self.n_jobs))
-        xv = core_matrix(self.expansion_vectors_)
-        out = np.empty((X.shape[0], len(self.intercept_)))
-        for sl, K in ev.chunks(X, xv, len(self.expansion_vectors_), self.expansion_vectors_):
-            out[sl] = K @ self.dual_coef_.T + self.intercept_
+        out = ev.decision(X, self.expansion_vectors_, core_matrix(self.expansion_vectors_), self.dual_coef_,
+                          self.intercept_)
         return out[:, 0] if len(self.classes_) == 2 else out
 
     def predict(self, X):

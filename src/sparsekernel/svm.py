@@ -33,6 +33,9 @@ SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
 SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
 PROBLEM_CLASSIFICATION, PROBLEM_REGRESSION = 0, 1  # one or two dual variables per sample
 
+# one-vs-one prediction through one (n_pairs, n_SV) coefficient matrix up to this many entries (128 MB)
+_OVO_COEF_ENTRIES = 1 << 24
+
 # The route 'auto' takes; decided by benchmarks/bench_svc.py (see benchmarks/results/svc.md).
 _AUTO_ROUTE = "smo2"
 
@@ -342,14 +345,31 @@ class SVC(ClassifierMixin, _BaseSMO):
         self._store_diagnostics(results)
 
     # ------------------------------------------------------------------ prediction
-    def _ovo_decision(self, X):
-        """LIBSVM's decision values, one column per pair (a, b), positive meaning class a."""
-        n_classes = len(self.classes_)
+    def _ovo_coef(self):
+        """The one-vs-one decision values as one kernel expansion: row k holds the coefficients of pair
+        (a, b) on the support vectors (LIBSVM's layout: class a's vectors weigh with row b - 1 of the
+        dual coefficients, class b's with row a)."""
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        pairs = _pairs(n_classes)
-        dec = np.empty((X.shape[0], len(pairs)))
+        pairs = _pairs(len(self.classes_))
+        W = np.zeros((len(pairs), starts[-1]))
+        for k, (a, b) in enumerate(pairs):
+            W[k, starts[a]:starts[a + 1]] = self._dual_coef[b - 1, starts[a]:starts[a + 1]]
+            W[k, starts[b]:starts[b + 1]] = self._dual_coef[a, starts[b]:starts[b + 1]]
+        return W
+
+    def _ovo_decision(self, X):
+        """LIBSVM's decision values of X (validated here), one column per pair (a, b), positive
+        meaning class a."""
+        n_classes = len(self.classes_)
+        n_pairs = n_classes * (n_classes - 1) // 2
+        if n_pairs * len(self.support_) <= _OVO_COEF_ENTRIES:
+            return self._decision_values(X, self._ovo_coef(), self._intercept)
+        # many classes: the pairs' coefficients as one matrix would be mostly zeros; pair by pair
+        X = self._validate_X(X)
+        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        dec = np.empty((X.shape[0], n_pairs))
         for sl, K in self._kernel_chunks(X):
-            for k, (a, b) in enumerate(pairs):
+            for k, (a, b) in enumerate(_pairs(n_classes)):
                 sa = slice(starts[a], starts[a + 1])
                 sb = slice(starts[b], starts[b + 1])
                 dec[sl, k] = (K[:, sa] @ self._dual_coef[b - 1, sa] + K[:, sb] @ self._dual_coef[a, sb]
@@ -360,7 +380,6 @@ class SVC(ClassifierMixin, _BaseSMO):
         """Decision values: shape (n,) for two classes (> 0 means classes_[1]); (n, n_classes) for
         'ovr'; (n, n_classes (n_classes-1) / 2) for 'ovo'."""
         check_is_fitted(self)
-        X = self._validate_X(X)
         dec = self._ovo_decision(X)
         if len(self.classes_) == 2:
             return -dec[:, 0]
@@ -372,7 +391,6 @@ class SVC(ClassifierMixin, _BaseSMO):
         """Class labels: the sign for two classes, the one-vs-one vote otherwise (ties to the
         first class, as LIBSVM), or the ovr argmax with break_ties=True."""
         check_is_fitted(self)
-        X = self._validate_X(X)
         dec = self._ovo_decision(X)
         n_classes = len(self.classes_)
         if n_classes == 2:
@@ -472,8 +490,4 @@ class SVR(RegressorMixin, _BaseSMO):
     def predict(self, X):
         """f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b."""
         check_is_fitted(self)
-        X = self._validate_X(X)
-        out = np.empty(X.shape[0])
-        for sl, K in self._kernel_chunks(X):
-            out[sl] = K @ self.dual_coef_[0] + self.intercept_[0]
-        return out
+        return self._decision_values(X, self.dual_coef_, self.intercept_)[:, 0]

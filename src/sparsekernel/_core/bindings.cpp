@@ -13,6 +13,7 @@
 
 #include "kernels.hpp"
 #include "matrix.hpp"
+#include "predict.hpp"
 #include "smo/qmatrix.hpp"
 #include "smo/solver.hpp"
 #include "smo/terms.hpp"
@@ -281,6 +282,28 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     return d;
 }
 
+// intercept + K(X, B) @ coef' for dense X (see predict.hpp); None when a row of X is not finite
+nb::object expansion_decision(DMatrix X, DMatrix B, DMatrix coef, DArray intercept, int kernel, double gamma,
+                              double coef0, int degree, int nthreads) {
+    const auto params = make_params(kernel, gamma, coef0, degree);
+    if (params.type == sk::KernelType::laplacian || params.type == sk::KernelType::precomputed)
+        throw std::invalid_argument("expansion_decision: kernels of dot products and squared distances only");
+    const int64_t n = int64_t(X.shape(0)), d = int64_t(X.shape(1)), m = int64_t(B.shape(0));
+    const int64_t k = int64_t(coef.shape(0));
+    if (int64_t(B.shape(1)) != d || int64_t(coef.shape(1)) != m || int64_t(intercept.shape(0)) != k)
+        throw std::invalid_argument("expansion_decision: inconsistent shapes");
+    auto* out = new double[std::max<int64_t>(1, n * k)];
+    nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+    bool finite;
+    {
+        nb::gil_scoped_release release;
+        finite = sk::expansion_decision(X.data(), n, d, B.data(), m, coef.data(), k, intercept.data(), params, out,
+                                        std::max(1, nthreads));
+    }
+    if (!finite) return nb::none();
+    return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(n), size_t(k)}, owner));
+}
+
 }  // namespace
 
 void bind_nssvm(nb::module_& m);  // nssvm.cpp
@@ -295,6 +318,8 @@ NB_MODULE(_core, m) {
         .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
+    m.def("expansion_decision", &expansion_decision, "X"_a, "B"_a, "coef"_a, "intercept"_a, "kernel"_a, "gamma"_a,
+          "coef0"_a, "degree"_a, "nthreads"_a = 1);
     m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
           "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a, "batched"_a, "q"_a,
           "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false, "conjugate"_a = false,

@@ -12,10 +12,18 @@
 
 namespace sk {
 
-// exp(x) for x <= 0 to about 1e-9 relative error (ample for float32 kernel rows): Cody-Waite
-// reduction x = n ln2 + r, |r| <= ln2/2, a degree-8 Taylor polynomial for e^r, and 2^n built in
-// the exponent bits. Branch-free so that the loops calling it vectorise.
+// 1/k! for the Taylor polynomial of exp
+inline constexpr double kInvFactorial[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
+                                          1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800,
+                                          1.0 / 479001600, 1.0 / 6227020800};
+
+// exp(x) for x <= 0: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, the degree-kDegree Taylor
+// polynomial for e^r, and 2^n built in the exponent bits. Branch-free so that the loops calling it
+// vectorise. Relative error about 1e-9 at the default degree 8 (ample for float32 kernel rows); to
+// double precision (~2e-16, the first omitted term) at degree 13 (prediction's decision values).
+template <int kDegree = 8>
 inline double exp_nonpositive(double x) {
+    static_assert(kDegree >= 1 && kDegree <= 13, "kInvFactorial has 14 entries");
     constexpr double kLog2e = 1.4426950408889634;
     constexpr double kLn2Hi = 6.93147180369123816490e-01;
     constexpr double kLn2Lo = 1.90821492927058770002e-10;
@@ -26,8 +34,8 @@ inline double exp_nonpositive(double x) {
     std::memcpy(&tb, &t, sizeof tb);
     double n = t - kShift;
     double r = (x - n * kLn2Hi) - n * kLn2Lo;
-    double p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 +
-               r * (1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320))))))));
+    double p = kInvFactorial[kDegree];  // Horner
+    for (int k = kDegree - 1; k >= 0; --k) p = p * r + kInvFactorial[k];
     int64_t nb;
     std::memcpy(&nb, &kShift, sizeof nb);
     int64_t e = (tb - nb + 1023) << 52;
