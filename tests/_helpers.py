@@ -133,17 +133,22 @@ def pair_coefs(dual_coef, n_support, a, b):
     return np.concatenate([sa, sb]), c
 
 
+def to_dense(a):
+    """An array, densified when scipy sparse (fitted attributes after a fit on sparse X)."""
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
 def dual_objectives(model, K_sv):
     """Dual objective 1/2 c'Kc - sum|c| of every pair problem of a fitted SVC (either library),
     from its dual_coef_ and the kernel matrix K_sv between its support vectors."""
     k = len(model.classes_)
     if k == 2:
-        c = np.asarray(model.dual_coef_[0], dtype=np.float64)
+        c = np.asarray(to_dense(model.dual_coef_)[0], dtype=np.float64)
         return np.array([0.5 * c @ K_sv @ c - np.abs(c).sum()])
     out = []
     for a in range(k):
         for b in range(a + 1, k):
-            pos, c = pair_coefs(model.dual_coef_, model.n_support_, a, b)
+            pos, c = pair_coefs(to_dense(model.dual_coef_), model.n_support_, a, b)
             Kp = K_sv[np.ix_(pos, pos)]
             out.append(0.5 * c @ Kp @ c - np.abs(c).sum())
     return np.array(out)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _num_samples, validate_data
 
 from . import _core
 
@@ -34,9 +34,12 @@ def n_threads(n_jobs):
     return max(1, ncpu + 1 + n_jobs) if n_jobs < 0 else int(n_jobs)
 
 
-def check_kernel_params(kernel, gamma, coef0, degree):
-    if not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+def check_kernel_params(kernel, gamma, coef0, degree, allow_callable=False):
+    if allow_callable and callable(kernel):
+        pass
+    elif not isinstance(kernel, str) or kernel not in KERNELS:
+        extra = " or a callable" if allow_callable else ""
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}{extra}, got {kernel!r}")
     if isinstance(gamma, str):
         if gamma not in ("scale", "auto"):
             raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
@@ -97,20 +100,35 @@ def core_matrix(X):
     return _core.Matrix.dense(np.ascontiguousarray(X, dtype=np.float64))
 
 
-def per_sample_bounds(C, classes, y_enc, class_weight, sample_weight, X):
-    """Upper bounds C_i = C * class_weight[y_i] * sample_weight_i (LIBSVM's weighted C)."""
+def sample_weights(sample_weight, n_samples):
+    """Per-sample weights as float64 (ones for None, a scalar broadcast). As in LIBSVM and
+    scikit-learn, a weight of zero or below masks its sample (it is returned as 0: C_i = 0, a_i = 0);
+    raises when no sample is left."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim == 0:
+        sw = np.full(n_samples, float(sw))
+    if sw.shape != (n_samples,):
+        raise ValueError(f"sample_weight.shape == {sw.shape}, expected {(n_samples,)}!")
+    assert_all_finite(sw, input_name="sample_weight")
+    if not np.any(sw > 0):
+        raise ValueError("Invalid input - all samples have zero or negative weights.")
+    return np.maximum(sw, 0.0)
+
+
+def per_sample_bounds(C, classes, y_enc, class_weight, sample_weight, n_samples):
+    """Upper bounds C_i = C * class_weight[y_i] * sample_weight_i (LIBSVM's weighted C); 0 for a
+    masked sample (also when C is inf: a hard margin on the others)."""
     from sklearn.utils.class_weight import compute_class_weight
 
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
-    if np.any(sw < 0):
-        raise ValueError("sample_weight must be non-negative")
-    if class_weight is None:  # (compute_class_weight costs ~0.5 ms: a path fits thousands of small problems)
-        return C * sw
-    cw = compute_class_weight(class_weight, classes=classes, y=classes[y_enc])
-    if np.any(cw < 0) or not np.all(np.isfinite(cw)):
-        raise ValueError("class_weight must be finite and non-negative")
-    Ci = C * cw[y_enc] * sw
-    return Ci
+    sw = sample_weights(sample_weight, n_samples)
+    if class_weight is not None:  # (compute_class_weight costs ~0.5 ms: a path fits thousands of small problems)
+        cw = compute_class_weight(class_weight, classes=classes, y=classes[y_enc])
+        if np.any(cw < 0) or not np.all(np.isfinite(cw)):
+            raise ValueError("class_weight must be finite and non-negative")
+        sw = sw * cw[y_enc]
+    return np.where(sw > 0, C * sw, 0.0)
 
 
 # kernels of a dot product or a squared distance: prediction's K(X, B) is then one BLAS product
@@ -199,20 +217,44 @@ class KernelEvaluator:
             yield sl, self(X[sl], B_core, B, B_sqnorms)
 
 
+def callable_gram(kernel, A, B):
+    """kernel(A, B) of a user's callable kernel as a dense float64 matrix (a sparse result is
+    densified), checked to have one row per point of A and one column per point of B."""
+    K = kernel(A, B)
+    if sp.issparse(K):
+        K = K.toarray()
+    K = np.asarray(K, dtype=np.float64, order="C")
+    expected = (_num_samples(A), _num_samples(B))
+    if K.shape != expected:
+        raise ValueError(f"the callable kernel returned an array of shape {K.shape}; kernel(X, Y) must have shape "
+                         f"(n_samples_X, n_samples_Y) = {expected}")
+    assert_all_finite(K, input_name="the callable kernel's matrix")
+    return K
+
+
 class KernelModelMixin:
     """What every kernel-expansion estimator shares: input checks for dense / CSR / precomputed X,
     the kernel between new points and the stored expansion vectors, pickling and tags.
 
     The estimator sets ``kernel``, ``gamma``-derived ``_gamma``, ``coef0``, ``degree``, ``n_jobs``,
     ``shape_fit_``, ``support_`` and ``support_vectors_`` (and ``_sv_core``) through
-    ``_set_support_vectors``.
+    ``_set_support_vectors``. A callable kernel (SVC, SVR) is fitted as a precomputed one on its
+    Gram matrix; prediction calls it between the new points and the training inputs (as
+    scikit-learn does: a user's kernel may assume it) and keeps the support vectors' columns.
     """
 
-    def _set_support_vectors(self, X, support):
-        """Keep X[support] (nothing for a precomputed kernel) and its view for the C++ core."""
-        if self.kernel == "precomputed":
+    def _kernel_matrix_input(self):
+        """True when X is (or becomes) a kernel matrix: 'precomputed' or a callable kernel."""
+        return callable(self.kernel) or self.kernel == "precomputed"
+
+    def _set_support_vectors(self, X, support, inputs=None):
+        """Keep X[support] (nothing for a kernel matrix; the support vectors' own inputs for a
+        callable kernel) and its view for the C++ core."""
+        self._sv_core = None
+        if self._kernel_matrix_input():
             self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
-            self._sv_core = None
+            if callable(self.kernel):  # all of them: a user's kernel may expect the training set (scikit-learn does so)
+                self._fit_inputs = inputs
         else:
             self.support_vectors_ = X[support]
             self._sv_core = core_matrix(self.support_vectors_)
@@ -221,16 +263,19 @@ class KernelModelMixin:
         return False if self.kernel == "precomputed" else "csr"
 
     def _check_precomputed(self, X, fit):
-        if self.kernel != "precomputed":
+        if not self._kernel_matrix_input():
             return
         if fit and X.shape[0] != X.shape[1]:
-            raise ValueError(f"a precomputed kernel for fit must be square, got shape {X.shape}")
+            raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {X.shape[0]}x{X.shape[1]} "
+                             "matrix.")
         if not fit and X.shape[1] != self.shape_fit_[0]:
             raise ValueError(
-                f"a precomputed kernel for prediction must have shape (n_samples, {self.shape_fit_[0]}) "
-                f"(one column per training sample), got {X.shape}")
+                f"X.shape[1] = {X.shape[1]} should be equal to {self.shape_fit_[0]}, the number of samples at "
+                f"training time (a precomputed kernel for prediction has one column per training sample)")
 
     def _validate_X(self, X, ensure_all_finite=True):
+        if callable(self.kernel):
+            return X  # anything the callable accepts (strings, graphs, ...)
         X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C",
                           reset=False, ensure_all_finite=ensure_all_finite)
         self._check_precomputed(X, fit=False)
@@ -242,14 +287,18 @@ class KernelModelMixin:
     def _decision_values(self, X, coef, intercept):
         """intercept + K(X, support vectors) @ coef.T, shape (n, k): the expansion's decision values,
         X validated here (its finiteness by the fused pass where that applies)."""
-        if self.kernel == "precomputed":
-            X = self._validate_X(X)
-            return np.asarray(X, dtype=np.float64)[:, self.support_] @ np.asarray(coef, dtype=np.float64).T + intercept
+        coef = coef.toarray() if sp.issparse(coef) else np.asarray(coef, dtype=np.float64)
+        if self._kernel_matrix_input():
+            ((_, K),) = self._kernel_chunks(self._validate_X(X))
+            return K @ coef.T + intercept
         X = self._validate_X(X, ensure_all_finite=False)
         return self._evaluator().decision(X, self.support_vectors_, self._sv_core, coef, intercept)
 
     def _kernel_chunks(self, X):
-        """Yield (slice, K(X[slice], support vectors)) in row chunks of bounded memory."""
+        """Yield (slice, K(X[slice], support vectors)) in row chunks of bounded memory (X validated)."""
+        if callable(self.kernel):
+            yield slice(0, _num_samples(X)), callable_gram(self.kernel, X, self._fit_inputs)[:, self.support_]
+            return
         if self.kernel == "precomputed":
             yield slice(0, X.shape[0]), np.asarray(X, dtype=np.float64)[:, self.support_]
             return
@@ -262,7 +311,7 @@ class KernelModelMixin:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if "support_vectors_" in state and self.kernel != "precomputed":
+        if "support_vectors_" in state and not self._kernel_matrix_input():
             self._sv_core = core_matrix(self.support_vectors_)
 
     def __sklearn_tags__(self):

@@ -190,7 +190,7 @@ class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
         n_classes = len(self.classes_)
         if n_classes < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {n_classes} class")
-        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X)
+        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X.shape[0])
         # samples of zero weight carry no loss: a_i = 0, left out of the solve
         keep = np.flatnonzero(Ci > 0)
         if len(np.unique(y_enc[keep])) < 2:

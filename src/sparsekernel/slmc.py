@@ -490,7 +490,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
 
     def _fit_binary(self, X, y, rng, threads, token):
         svc = self._reference_svc(X, y, threads)
-        sv, a = svc.support_, svc.dual_coef_[0]  # w = sum_i a_i phi(x_i); f = w'phi + intercept_
+        sv, a = svc.support_, svc._dual_coef[0] * -1.0  # w = sum_i a_i phi(x_i); f = w'phi + intercept_
         n_z = self._n_expansion(X.shape[0], len(sv))
         kernel, inner = self._machinery(X, y, n_z, threads, token)
         objective = ReducedSetObjective(X[sv], a, kernel)

@@ -9,16 +9,21 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils import check_random_state, deprecated
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from . import _core
 from ._warm import DualState, active_store, data_fingerprint, warm_point
 from ._base import (
     KERNELS,
     TERM_LINEAR,
+    KernelEvaluator,
     KernelModelMixin,
+    callable_gram,
     canonical_csr,
     check_kernel_params,
     check_positive,
@@ -55,13 +60,43 @@ def _ovo_votes(dec, n_classes):
 
 
 def _ovr_from_ovo(dec, n_classes):
-    """One-vs-rest scores from one-vs-one decision values: votes plus a tie-breaking confidence
-    squashed into (-1/3, 1/3)."""
-    conf = np.zeros((dec.shape[0], n_classes))
+    """One-vs-rest scores from one-vs-one decision values (positive meaning the pair's first class):
+    votes plus a tie-breaking confidence in (-1/3, 1/3), by scikit-learn's own function (a zero
+    decision value votes for the first class there, unlike the LIBSVM vote of ``_ovo_votes``)."""
+    return _ovr_decision_function(dec < 0, -dec, n_classes)
+
+
+def _pairwise_coupling(r, n_classes):
+    """Class probabilities from pairwise ones (Wu, Lin & Weng 2004, method 2, as LIBSVM's
+    multiclass_probability): r[:, k] = P(a | a or b, x) for the k-th pair (a, b); p minimises
+    sum_{i != j} (r_ji p_i - r_ij p_j)^2 = p'Qp subject to sum(p) = 1, solved exactly here as the
+    KKT system [[Q, 1], [1', 0]] [p; mu] = [0; 1] for every sample at once (LIBSVM iterates to a
+    tolerance of 0.005 / n_classes)."""
+    n = r.shape[0]
+    R = np.zeros((n, n_classes, n_classes))  # R[:, i, j] = P(i | i or j)
     for k, (a, b) in enumerate(_pairs(n_classes)):
-        conf[:, a] += dec[:, k]
-        conf[:, b] -= dec[:, k]
-    return _ovo_votes(dec, n_classes) + conf / (3 * (np.abs(conf) + 1))
+        R[:, a, b] = r[:, k]
+        R[:, b, a] = 1.0 - r[:, k]
+    Q = -R.transpose(0, 2, 1) * R                      # Q_tj = -r_jt r_tj
+    idx = np.arange(n_classes)
+    Q[:, idx, idx] = (R.transpose(0, 2, 1) ** 2).sum(axis=2) - R[:, idx, idx] ** 2  # Q_tt = sum_{j != t} r_jt^2
+    M = np.zeros((n, n_classes + 1, n_classes + 1))
+    M[:, :n_classes, :n_classes] = Q
+    M[:, :n_classes, n_classes] = 1.0
+    M[:, n_classes, :n_classes] = 1.0
+    rhs = np.zeros((n, n_classes + 1, 1))
+    rhs[:, n_classes] = 1.0
+    p = np.linalg.solve(M, rhs)[:, :n_classes, 0]
+    return np.clip(p, 0.0, 1.0) / np.clip(p, 0.0, 1.0).sum(axis=1, keepdims=True)
+
+
+# Platt scaling of SVC(probability=True): LIBSVM's 5-fold cross-validated decision values, its
+# clipping of the pairwise probabilities
+_PLATT_FOLDS = 5
+_PLATT_MIN_PROB = 1e-7
+
+_NONFINITE_MODEL = ("The dual coefficients or intercepts are not finite. The input data may contain large values and "
+                    "need to be preprocessed.")
 
 
 class _BaseSMO(KernelModelMixin, BaseEstimator):
@@ -70,10 +105,12 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
     _solvers = SOLVERS
 
     def _check_common_params(self):
-        check_positive("C", self.C)
+        C = self.C
+        if not isinstance(C, numbers.Real) or isinstance(C, bool) or np.isnan(C) or C <= 0:
+            raise ValueError(f"C must be a number > 0 (inf: a hard margin), got {C!r}")
         check_positive("tol", self.tol)
         check_positive("cache_size", self.cache_size)
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
+        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree, allow_callable=True)
         if self.solver not in self._solvers:
             raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}")
         if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
@@ -86,8 +123,58 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
     def _route(self):
         return _AUTO_ROUTE if self.solver == "auto" else self.solver
 
+    def _kernel_name(self):
+        """The kernel the engine runs: a callable kernel's Gram matrix is a precomputed kernel."""
+        return "precomputed" if callable(self.kernel) else self.kernel
+
     def _kernel_key(self):
-        return (self.kernel, float(self._gamma), float(self.coef0), int(self.degree))
+        return (self._kernel_name(), float(self._gamma), float(self.coef0), int(self.degree))
+
+    def _validate_fit_input(self, X, y, y_numeric=False):
+        """X and y for fit, and the raw inputs of a callable kernel (X is then its Gram matrix)."""
+        if sp.issparse(X) and self.kernel == "precomputed":
+            raise TypeError("Sparse precomputed kernels are not supported.")
+        inputs = None
+        if callable(self.kernel):
+            check_consistent_length(X, y)
+            inputs, X = X, callable_gram(self.kernel, X, X)
+            y = column_or_1d(y, warn=True)
+            if y_numeric:
+                y = np.asarray(y, dtype=np.float64)
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
+                                 order="C", y_numeric=y_numeric)
+        self._check_precomputed(X, fit=True)
+        if sp.issparse(X):
+            X = canonical_csr(X)
+        self._sparse_fit = sp.issparse(X)
+        self._gamma = 0.0 if self._kernel_matrix_input() else resolve_gamma(self.gamma, X)
+        if self._gamma == 0.0 and not self._kernel_matrix_input():  # 'scale' with X.var() = inf
+            raise ValueError(f"{_NONFINITE_MODEL} (gamma='scale' = 1 / (n_features * X.var()) is 0: X.var() "
+                             "overflows float64)")
+        self.shape_fit_ = X.shape if inputs is None else getattr(inputs, "shape", (X.shape[0],))
+        return X, y, inputs
+
+    def _public_coef(self, coef):
+        """dual_coef_ as scikit-learn keeps it: scipy sparse after a fit on sparse X."""
+        return sp.csr_matrix(coef) if self._sparse_fit else coef
+
+    def _check_finite_model(self):
+        if not (np.all(np.isfinite(self._dual_coef)) and np.all(np.isfinite(self._intercept))):
+            raise ValueError(_NONFINITE_MODEL)
+
+    @property
+    def coef_(self):
+        """Weights of the primal problem, (n_problems, n_features): only for the linear kernel
+        (read-only; scipy sparse when fitted on sparse X)."""
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        coef = self._primal_coef()
+        if sp.issparse(coef):
+            coef.data.flags.writeable = False
+        else:
+            coef.flags.writeable = False
+        return coef
 
     def _warm_sources(self, X, y, sample_weight):
         """(data key, store, previous states) for this fit: the path store when a path is being
@@ -107,12 +194,13 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
         workers = threads if len(problems) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
         route = self._route()
-        kernel_key = self._kernel_key() if self.kernel != "precomputed" else ("precomputed",)
+        kernel = self._kernel_name()
+        kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
 
         def solve(k, token):
             pr = problems[k]
             idx = pr["idx"]
-            if self.kernel == "precomputed":
+            if kernel == "precomputed":
                 Xp = np.ascontiguousarray(X[np.ix_(idx, idx)])
             else:
                 Xp = X[idx] if len(idx) != X.shape[0] else X
@@ -122,10 +210,10 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
             Xc = core_matrix(Xp)
             session = store.take_session(key, kernel_key) if store is not None else None
             if store is not None and session is None:
-                session = _core.Session(Xc, KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree),
+                session = _core.Session(Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree),
                                         pr["y"], pr["problem"], float(self.cache_size), inner_threads)
             r = _core.solve(
-                Xc, KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
+                Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
                 pr["y"], pr["p"], None, np.zeros(len(pr["y"])), pr["hi"], a0, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched", int(getattr(self, "working_set_size", 0) or 0),
                 float(self.cache_size), inner_threads, token, False, route == "csmo", pr["problem"], g0, session)
@@ -154,7 +242,7 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
 
     def _warn_if_not_converged(self):
         if not self.converged_:
-            warnings.warn("Solver terminated early (max_iter=%d). Consider pre-processing your data with "
+            warnings.warn("Solver terminated early (max_iter=%d).  Consider pre-processing your data with "
                           "StandardScaler or MinMaxScaler." % self.max_iter, ConvergenceWarning)
 
     def __getstate__(self):
@@ -188,6 +276,14 @@ class SVC(ClassifierMixin, _BaseSMO):
         Independent term of 'poly' and 'sigmoid'.
     shrinking : bool, default=True
         LIBSVM-style shrinking of the active set (with a final check on all variables).
+    probability : bool, default=False
+        Deprecated by scikit-learn 1.9 (removed in 1.11) and accepted here exactly as there, with
+        the same FutureWarning whenever it is passed: True fits Platt's sigmoid to every pairwise
+        problem on decision values from an internal 5-fold cross-validation (LIBSVM's method: five
+        extra fits per pair, folds drawn from ``random_state``), and enables ``predict_proba`` /
+        ``predict_log_proba`` (pairwise coupling of Wu, Lin & Weng for more than two classes). For
+        probabilities from one fit use :class:`sparsekernel.KernelLogisticRegression`, or
+        ``CalibratedClassifierCV(SVC(), ensemble=False)``.
     tol : float, default=1e-3
         Stop when the maximal KKT violation max_{I_up}(-y_i G_i) - min_{I_low}(-y_i G_i) is below tol
         (LIBSVM's meaning).
@@ -201,8 +297,8 @@ class SVC(ClassifierMixin, _BaseSMO):
     break_ties : bool, default=False
         With 'ovr' and more than two classes, predict by the argmax of decision_function instead of
         the one-vs-one vote.
-    random_state : None
-        Accepted for compatibility; the solver is deterministic and does not use it.
+    random_state : int, RandomState or None, default=None
+        The folds of ``probability=True``'s cross-validation; the solver itself is deterministic.
     solver : {'auto', 'smo2', 'smo1', 'batched', 'csmo'}, default='auto'
         'smo2': pair SMO with second-order working-set selection (Fan, Chen & Lin 2005);
         'smo1': pair SMO with the maximal violating pair; 'batched': two-level decomposition (blocks
@@ -243,8 +339,8 @@ class SVC(ClassifierMixin, _BaseSMO):
         Per binary problem: iterations, blocks, cache hits/misses, peak cache bytes, ...
     """
 
-    def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True, tol=1e-3,
-                 cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
+    def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
+                 probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
                  break_ties=False, random_state=None, solver="auto", working_set_size=None, warm_start=False,
                  n_jobs=None):
         self.C = C
@@ -253,6 +349,7 @@ class SVC(ClassifierMixin, _BaseSMO):
         self.gamma = gamma
         self.coef0 = coef0
         self.shrinking = shrinking
+        self.probability = probability
         self.tol = tol
         self.cache_size = cache_size
         self.class_weight = class_weight
@@ -274,8 +371,12 @@ class SVC(ClassifierMixin, _BaseSMO):
         q = self.working_set_size
         if q is not None and (not isinstance(q, numbers.Integral) or q < 4):
             raise ValueError(f"working_set_size must be an integer >= 4 or None, got {q!r}")
-        if self.break_ties and self.decision_function_shape == "ovo":
-            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        if self.probability != "deprecated":
+            if not isinstance(self.probability, (bool, np.bool_)):
+                raise ValueError(f"probability must be a bool, got {self.probability!r}")
+            warnings.warn("The `probability` parameter was deprecated in 1.9 and will be removed in version 1.11. "
+                          "Use `CalibratedClassifierCV(SVC(), ensemble=False)` instead of `SVC(probability=True)` "
+                          "(or sparsekernel.KernelLogisticRegression for probabilities from one fit)", FutureWarning)
         return threads
 
     # ------------------------------------------------------------------ fit
@@ -283,21 +384,15 @@ class SVC(ClassifierMixin, _BaseSMO):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
         t0 = time.perf_counter()
         threads = self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
-                             order="C")
-        self._check_precomputed(X, fit=True)
-        if sp.issparse(X):
-            X = canonical_csr(X)
+        X, y, inputs = self._validate_fit_input(X, y)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
-        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X)
+        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X.shape[0])
         if len(np.unique(y_enc[Ci > 0])) < 2:
-            raise ValueError("Invalid input: the samples with positive weight (sample_weight times class_weight) "
-                             "must belong to at least two classes")
-        self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
-        self.shape_fit_ = X.shape
+            raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
+                             "are sample_weight times class_weight)")
 
         data_key, store, own = self._warm_sources(X, y, sample_weight)
         pairs = _pairs(len(self.classes_))
@@ -307,12 +402,16 @@ class SVC(ClassifierMixin, _BaseSMO):
             problems.append({"idx": idx, "y": np.where(y_enc[idx] == a, 1.0, -1.0), "p": np.full(len(idx), -1.0),
                              "hi": np.ascontiguousarray(Ci[idx]), "problem": PROBLEM_CLASSIFICATION})
         results = self._solve_problems(X, problems, threads, data_key, store, own)
-        self._store_model(X, y_enc, pairs, results)
+        self._store_model(X, y_enc, pairs, results, inputs)
+        self._check_finite_model()
+        self._probA, self._probB = np.empty(0), np.empty(0)
+        if self.probability is True or self.probability is np.True_:
+            self._probA, self._probB = self._fit_platt(X, problems, threads)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_not_converged()
         return self
 
-    def _store_model(self, X, y_enc, pairs, results):
+    def _store_model(self, X, y_enc, pairs, results, inputs=None):
         """Keep only the support vectors, in LIBSVM's layout (grouped by class)."""
         n_classes = len(self.classes_)
         n = X.shape[0]
@@ -334,15 +433,95 @@ class SVC(ClassifierMixin, _BaseSMO):
         self.n_support_ = np.bincount(y_enc[support], minlength=n_classes).astype(np.int32)
         self._dual_coef = coef_full[:, support]
         self._intercept = -rho
-        self._set_support_vectors(X, support)
-        if n_classes == 2:  # scikit-learn's sign convention: decision > 0 means classes_[1]
-            self.dual_coef_ = -self._dual_coef
-            self.intercept_ = -self._intercept
-        else:
-            self.dual_coef_ = self._dual_coef
-            self.intercept_ = self._intercept
+        self._set_support_vectors(X, support, inputs)
+        sign = -1.0 if n_classes == 2 else 1.0  # scikit-learn's binary convention: decision > 0 means classes_[1]
+        self.dual_coef_ = self._public_coef(sign * self._dual_coef)
+        self.intercept_ = sign * self._intercept
         self.n_iter_ = np.array([r["n_iter"] for r in results], dtype=np.int64)
         self._store_diagnostics(results)
+
+    def _fit_platt(self, X, problems, threads):
+        """Platt scaling of every pairwise problem, as LIBSVM's svm_binary_svc_probability: decision
+        values of the pair's (positively weighted) samples from a 5-fold cross-validation, folds drawn
+        from random_state, then the sigmoid P(a | f) = 1 / (1 + exp(A f + B)) fitted to them by
+        scikit-learn's Platt code (calibration._sigmoid_calibration). Returns (A, B) per pair."""
+        from sklearn.calibration import _sigmoid_calibration
+
+        rng = check_random_state(self.random_state)
+        tasks, sub = [], []
+        dec = [np.zeros(len(pr["idx"])) for pr in problems]
+        live = [np.flatnonzero(pr["hi"] > 0) for pr in problems]
+        for k, pr in enumerate(problems):
+            perm = live[k][rng.permutation(len(live[k]))]
+            for f in range(_PLATT_FOLDS):
+                test = perm[f * len(perm) // _PLATT_FOLDS:(f + 1) * len(perm) // _PLATT_FOLDS]
+                train = np.setdiff1d(live[k], test)
+                y_train = pr["y"][train]
+                if np.all(y_train > 0) or np.all(y_train < 0):  # one class (or none) left: LIBSVM's +-1 / 0
+                    dec[k][test] = np.sign(y_train.sum()) if len(train) else 0.0
+                    continue
+                tasks.append((k, test))
+                sub.append({"idx": pr["idx"][train], "y": y_train, "p": pr["p"][train], "hi": pr["hi"][train],
+                            "problem": pr["problem"]})
+        for (k, test), r in zip(tasks, self._solve_problems(X, sub, threads)):
+            dec[k][test] = self._problem_decision(X, r, problems[k]["idx"][test])
+        AB = [_sigmoid_calibration(dec[k][live[k]], (pr["y"][live[k]] > 0).astype(np.float64))
+              for k, pr in enumerate(problems)]
+        return np.array([a for a, _ in AB]), np.array([b for _, b in AB])
+
+    def _problem_decision(self, X, r, rows):
+        """sum_i y_i a_i K(x_i, x) - rho of one solved problem at the training points ``rows``."""
+        sv = r["alpha"] > 0
+        coef, sv_rows = (r["y"] * r["alpha"])[sv], r["idx"][sv]
+        if self._kernel_matrix_input():
+            return X[np.ix_(rows, sv_rows)] @ coef - r["rho"]
+        B = X[sv_rows]
+        return self._evaluator().decision(X[rows], B, core_matrix(B), coef[None, :], np.array([-r["rho"]]))[:, 0]
+
+    def _primal_coef(self):
+        """w of every one-vs-one problem (scikit-learn's sign for two classes)."""
+        W = self._ovo_coef()
+        coef = safe_sparse_dot(sp.csr_matrix(W) if self._sparse_fit else W, self.support_vectors_)
+        return -coef if len(self.classes_) == 2 else coef
+
+    # ------------------------------------------------------------------ probabilities (deprecated API)
+    def _check_proba(self):
+        if self.probability == "deprecated" or not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (columns in the order of ``classes_``) from the Platt sigmoids of the
+        pairwise decision values, coupled for more than two classes. Only with probability=True.
+        They come from a cross-validation, so their argmax can differ from ``predict``."""
+        check_is_fitted(self)
+        if self._probA.size == 0 or self._probB.size == 0:
+            raise NotFittedError("predict_proba is not available when fitted with probability=False")
+        dec = self._ovo_decision(X)
+        r = np.clip(1.0 / (1.0 + np.exp(dec * self._probA + self._probB)), _PLATT_MIN_PROB, 1.0 - _PLATT_MIN_PROB)
+        if len(self.classes_) == 2:
+            return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
+        return _pairwise_coupling(r, len(self.classes_))
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """log(predict_proba(X))."""
+        return np.log(self.predict_proba(X))
+
+    @deprecated("Attribute `probA_` was deprecated in version 1.9 and will be removed in 1.11 as the "
+                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
+    @property
+    def probA_(self):
+        """A of Platt's sigmoid per pairwise problem (empty without probability=True)."""
+        return self._probA
+
+    @deprecated("Attribute `probB_` was deprecated in version 1.9 and will be removed in 1.11 as the "
+                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
+    @property
+    def probB_(self):
+        """B of Platt's sigmoid per pairwise problem (empty without probability=True)."""
+        return self._probB
 
     # ------------------------------------------------------------------ prediction
     def _ovo_coef(self):
@@ -391,6 +570,8 @@ class SVC(ClassifierMixin, _BaseSMO):
         """Class labels: the sign for two classes, the one-vs-one vote otherwise (ties to the
         first class, as LIBSVM), or the ovr argmax with break_ties=True."""
         check_is_fitted(self)
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
         dec = self._ovo_decision(X)
         n_classes = len(self.classes_)
         if n_classes == 2:
@@ -457,18 +638,10 @@ class SVR(RegressorMixin, _BaseSMO):
         t0 = time.perf_counter()
         threads = self._check_common_params()
         check_positive("epsilon", self.epsilon, allow_zero=True)
-        X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
-                             order="C", y_numeric=True)
-        self._check_precomputed(X, fit=True)
-        if sp.issparse(X):
-            X = canonical_csr(X)
+        X, y, inputs = self._validate_fit_input(X, y, y_numeric=True)
         z = np.asarray(y, dtype=np.float64)
         n = X.shape[0]
-        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, X)
-        if not np.any(Ci > 0):
-            raise ValueError("Invalid input: every sample has zero weight")
-        self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
-        self.shape_fit_ = X.shape
+        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
         eps = float(self.epsilon)
         problem = {"idx": np.arange(n), "y": np.r_[np.ones(n), -np.ones(n)], "p": np.r_[eps - z, eps + z],
                    "hi": np.r_[Ci, Ci], "problem": PROBLEM_REGRESSION}
@@ -478,9 +651,12 @@ class SVR(RegressorMixin, _BaseSMO):
         support = np.flatnonzero(coef != 0)
         self.support_ = support.astype(np.int32)
         self.n_support_ = np.array([len(support)], dtype=np.int32)
-        self.dual_coef_ = coef[support][None, :]
-        self.intercept_ = np.array([-r["rho"]])
-        self._set_support_vectors(X, support)
+        self._dual_coef = coef[support][None, :]
+        self._intercept = np.array([-r["rho"]])
+        self._check_finite_model()
+        self.dual_coef_ = self._public_coef(self._dual_coef)
+        self.intercept_ = self._intercept
+        self._set_support_vectors(X, support, inputs)
         self.n_iter_ = int(r["n_iter"])
         self._store_diagnostics([r])
         self.fit_time_ = time.perf_counter() - t0
@@ -490,4 +666,7 @@ class SVR(RegressorMixin, _BaseSMO):
     def predict(self, X):
         """f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b."""
         check_is_fitted(self)
-        return self._decision_values(X, self.dual_coef_, self.intercept_)[:, 0]
+        return self._decision_values(X, self._dual_coef, self.intercept_)[:, 0]
+
+    def _primal_coef(self):
+        return safe_sparse_dot(self.dual_coef_, self.support_vectors_)
