@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -319,6 +320,148 @@ class KernelModelMixin:
         tags.input_tags.sparse = self.kernel != "precomputed"
         tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags
+
+
+# ---------------------------------------------------------------------------------------- progress
+try:  # scikit-learn >= 1.9: the callback protocol (set_callbacks, ProgressBar, ...)
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # older scikit-learn: no callbacks, everything else works
+    class CallbackSupportMixin:  # noqa: D101 - placeholder base class
+        pass
+
+    def with_callbacks(method):
+        return method
+
+# A sub-problem's progress is reported to scikit-learn's callbacks as this many leaf tasks, ticked
+# off as the KKT gap falls from its first reported value to tol (on a log scale), all of them at
+# the end of the solve.
+PROGRESS_TICKS = 100
+# seconds between two lines of verbose progress text
+_VERBOSE_INTERVAL = 1.0
+
+
+def check_time_limit(time_limit):
+    if time_limit is not None:
+        check_positive("time_limit", time_limit)
+
+
+class FitMonitor:
+    """The one progress hook of a fit: the time budget (``time_limit``), ``verbose`` text and
+    scikit-learn's callbacks (``set_callbacks``), all fed by the engines' reports.
+
+    The C++ loops report (iteration, KKT gap or ||F||, active-set size) at most every 0.1 s; a
+    report goes to the sub-problem's ``ProblemProgress`` (the callable handed to the engine, or
+    called by a Python loop), which prints it when verbose, passes it to the callbacks as the
+    ``metadata`` of leaf tasks, and answers whether to stop (a callback asked for it). Nothing is
+    called back at all when no one listens. The root task is the fit, one sub-task per binary
+    problem (one-vs-one pairs, one-vs-rest classes)."""
+
+    def __init__(self, estimator, n_problems, *, tol, X=None, y=None, parallel=False, metric="kkt_gap",
+                 max_iter=None):
+        # metric: what the reports carry ('kkt_gap', 'norm_F': falls to tol, progress on a log scale;
+        # 'W': the objective, progress as the iteration's share of max_iter)
+        self.estimator, self.n_problems, self.tol, self.metric = estimator, n_problems, tol, metric
+        self.max_iter = max_iter
+        self.t0 = time.perf_counter()
+        self.time_limit = getattr(estimator, "time_limit", None)
+        self.verbose = bool(getattr(estimator, "verbose", False))
+        self.parallel = parallel
+        self.ctx = None
+        listening = getattr(estimator, "_skl_callbacks", None) or hasattr(estimator, "_parent_callback_ctx")
+        if listening and hasattr(estimator, "_init_callback_context"):
+            self.ctx = estimator._init_callback_context(max_subtasks=n_problems, sequential_subtasks=not parallel)
+            self.ctx.call_on_fit_task_begin(estimator=estimator, X=X, y=y)
+
+    @property
+    def listening(self):
+        return self.ctx is not None or self.verbose
+
+    def elapsed(self):
+        return time.perf_counter() - self.t0
+
+    def remaining(self):
+        """Seconds left of time_limit for the next solve (0.0: no limit; never 0 when there is one)."""
+        if self.time_limit is None:
+            return 0.0
+        return max(float(self.time_limit) - self.elapsed(), 1e-9)
+
+    def out_of_time(self):
+        return self.time_limit is not None and self.elapsed() >= self.time_limit
+
+    def problem(self, k):
+        """The progress of sub-problem k (a callable for the engine's ``progress`` argument)."""
+        return ProblemProgress(self, k)
+
+    def close(self):
+        if self.ctx is not None:
+            self.ctx.call_on_fit_task_end(estimator=self.estimator)
+
+
+class ProblemProgress:
+    """The progress of one sub-problem; called as progress(iteration, value, active_size) -> stop."""
+
+    def __init__(self, monitor, k):
+        self.monitor, self.k = monitor, k
+        self.ticks, self.first, self.last_print = 0, None, -np.inf
+        self.ctx = None
+        if monitor.ctx is not None:
+            self.ctx = monitor.ctx.subcontext(task_name=f"problem {k + 1}/{monitor.n_problems}",
+                                              task_id=k if monitor.parallel else None, max_subtasks=PROGRESS_TICKS)
+            self.ctx.call_on_fit_task_begin(estimator=monitor.estimator)
+
+    def engine_callback(self):
+        """What to hand to the engine: this object when someone listens, else None (no calls)."""
+        return self if self.monitor.listening else None
+
+    def record(self, iteration, value, active_size):
+        m = self.monitor
+        return {"problem": self.k, "iteration": int(iteration), m.metric: float(value), "tol": m.tol,
+                "active_size": int(active_size), "elapsed": m.elapsed()}
+
+    def __call__(self, iteration, value, active_size):
+        m = self.monitor
+        rec = self.record(iteration, value, active_size)
+        if m.verbose and rec["elapsed"] - self.last_print >= _VERBOSE_INTERVAL:
+            self.last_print = rec["elapsed"]
+            self._print(rec)
+        if self.ctx is None or not np.isfinite(value):
+            return False
+        if m.max_iter:
+            frac = iteration / m.max_iter
+        else:
+            if self.first is None:
+                self.first = max(float(value), m.tol * 1.0001)
+            span = np.log(self.first / m.tol)
+            frac = np.log(self.first / max(float(value), m.tol)) / span if span > 0 else 0.0
+        return self._tick_to(int(min(frac, 0.99) * PROGRESS_TICKS), rec)
+
+    def end(self, iteration, value, active_size, status):
+        """The final report of the solve (status as the engine's: 0 converged, 1 max_iter, 2 stopped,
+        3 time limit)."""
+        rec = self.record(iteration, value, active_size)
+        rec["status"] = int(status)
+        if self.monitor.verbose:
+            self._print(rec, final=True)
+        if self.ctx is not None:
+            self._tick_to(PROGRESS_TICKS, rec)
+            self.ctx.call_on_fit_task_end(estimator=self.monitor.estimator, metadata=rec)
+
+    def _tick_to(self, n, rec):
+        stop = False
+        while self.ticks < n:
+            leaf = self.ctx.subcontext(task_name="iterations")
+            leaf.call_on_fit_task_begin(estimator=self.monitor.estimator, metadata=rec)
+            stop |= bool(leaf.call_on_fit_task_end(estimator=self.monitor.estimator, metadata=rec))
+            self.ticks += 1
+        return stop
+
+    def _print(self, rec, final=False):
+        m = self.monitor
+        what = {0: "converged", 1: "stopped at max_iter", 2: "stopped", 3: "stopped at time_limit"}
+        tail = f" -> {what.get(rec.get('status'), '')}" if final else ""
+        print(f"[{type(m.estimator).__name__}] problem {self.k + 1}/{m.n_problems}: iteration {rec['iteration']}, "
+              f"{m.metric} {rec[m.metric]:.3g} (tol {m.tol:.3g}), active {rec['active_size']}, "
+              f"{rec['elapsed']:.1f} s{tail}", flush=True)
 
 
 def run_parallel(fn, tasks, n_workers):

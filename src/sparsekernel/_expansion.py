@@ -216,20 +216,22 @@ class ReducedSetObjective(_JitterUnit):
 
 
 class Minimisation:
-    """What an L-BFGS run over Z returns."""
+    """What an L-BFGS run over Z returns (status as the engine's: 0 converged, 1 max_iter, 2 stopped by
+    a callback, 3 time limit)."""
 
-    def __init__(self, Z, history, n_iter, n_evals, converged, message):
+    def __init__(self, Z, history, n_iter, n_evals, status, message):
         self.Z, self.history, self.n_iter, self.n_evals = Z, history, n_iter, n_evals
-        self.converged, self.message = converged, message
+        self.status, self.converged, self.message = status, status == 0, message
 
 
-def minimise(objective, Z0, max_iter, tol, verbose=False, label=""):
+def minimise(objective, Z0, max_iter, tol, progress=None):
     """Minimise objective.evaluate(Z).W over Z by scipy's L-BFGS-B from Z0.
 
     Stops when the relative decrease of W over an iteration is below tol (scipy's ftol), after
     max_iter iterations, or when the line search finds no decrease (W is only as accurate as the
-    inner solve): only the max_iter stop counts as not converged. The history holds W at Z0 and at
-    every accepted iterate."""
+    inner solve): only the max_iter stop counts as not converged. ``progress`` (the fit's
+    ProblemProgress) receives W after every iteration and may stop the run (a callback's request,
+    the time limit). The history holds W at Z0 and at every accepted iterate."""
     shape = Z0.shape
     last = {}
 
@@ -242,15 +244,25 @@ def minimise(objective, Z0, max_iter, tol, verbose=False, label=""):
     W0, _ = fun(Z0.ravel())
     history = [W0]
     if max_iter == 0:
-        return Minimisation(Z0, history, 0, 1, True, "max_iter=0: the initial expansion vectors")
+        return Minimisation(Z0, history, 0, 1, 0, "max_iter=0: the initial expansion vectors")
+    stop = {}
 
     def callback(xk):
         W = last["W"] if np.array_equal(last.get("z"), xk) else objective.evaluate(xk.reshape(shape)).W
         history.append(W)
-        if verbose:
-            print(f"[{label}] iteration {len(history) - 1}: W = {W:.10g}")
+        if progress is not None:
+            last["x"] = xk.copy()
+            if progress(len(history) - 1, W, shape[0]):
+                stop["status"] = 2
+            elif progress.monitor.out_of_time():
+                stop["status"] = 3
+            if stop:
+                raise StopIteration  # scipy >= 1.11 ends the run and returns the last iterate
 
     res = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
                    options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 0.0, "maxcor": 10})
-    converged = res.status != 1  # 1: iteration or evaluation limit
-    return Minimisation(res.x.reshape(shape), history, int(res.nit), int(res.nfev) + 1, converged, str(res.message))
+    status = stop.get("status", 1 if res.status == 1 else 0)  # 1: iteration or evaluation limit
+    Z = (last["x"] if stop else res.x).reshape(shape)
+    if progress is not None:
+        progress.end(len(history) - 1, history[-1], shape[0], status)
+    return Minimisation(Z, history, int(res.nit), int(res.nfev) + 1, status, str(res.message))

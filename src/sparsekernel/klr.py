@@ -31,6 +31,8 @@ from . import _core
 from ._base import (
     KERNELS,
     TERM_ENTROPIC,
+    CallbackSupportMixin,
+    FitMonitor,
     KernelEvaluator,
     KernelModelMixin,
     canonical_csr,
@@ -40,7 +42,9 @@ from ._base import (
     n_threads,
     per_sample_bounds,
     resolve_gamma,
+    check_time_limit,
     run_parallel,
+    with_callbacks,
 )
 
 WSS = ("second", "first")
@@ -100,7 +104,7 @@ def initial_point(Ci, y, lo, hi):
 
 
 def _solve_binary(Xc, y, Ci, lam, bound, params, *, tol, max_iter, shrinking, second_order, cache_size, threads,
-                  token=None, trace=False):
+                  token=None, trace=False, time_limit=0.0, progress=None):
     """One binary (S-)KLR dual on the engine. Returns the engine's dict plus the box and the start."""
     lo = np.full(len(y), bound)
     hi = Ci - bound
@@ -108,7 +112,7 @@ def _solve_binary(Xc, y, Ci, lam, bound, params, *, tol, max_iter, shrinking, se
     kernel, gamma, coef0, degree = params
     r = _core.solve(Xc, kernel, gamma, coef0, degree, TERM_ENTROPIC, y, np.full(len(y), -float(lam)), Ci, lo, hi,
                     a0, float(tol), int(max_iter), bool(shrinking), bool(second_order), False, 0, float(cache_size),
-                    threads, token, trace)
+                    threads, token, trace, time_limit=float(time_limit), progress=progress)
     r["lo"], r["hi"] = lo, hi
     return r
 
@@ -151,7 +155,7 @@ def duality_gap(r, y, Ci, lam):
 
 
 # ---------------------------------------------------------------------- estimators
-class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
+class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of KernelLogisticRegression and SparseKernelLogisticRegression."""
 
     def _lam(self):  # the S-KLR coefficient lam of the resolved estimator
@@ -171,8 +175,10 @@ class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
         if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
                 self.max_iter < 1 and self.max_iter != -1):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
+        check_time_limit(self.time_limit)
         return n_threads(self.n_jobs)
 
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
 
@@ -223,20 +229,34 @@ class _BaseKLR(KernelModelMixin, ClassifierMixin, BaseEstimator):
         workers = threads if len(problems) >= threads else 1
         inner = 1 if workers > 1 else threads
 
-        def solve(task, token):
-            yk, b = task
-            return _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
-                                 shrinking=self.shrinking, second_order=self.wss == "second",
-                                 cache_size=self.cache_size, threads=inner, token=token)
+        monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, parallel=workers > 1)
 
-        results = run_parallel(solve, list(zip(problems, bounds)), workers)
+        def solve(task, token):
+            k, yk, b = task
+            progress = monitor.problem(k)
+            r = _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
+                              shrinking=self.shrinking, second_order=self.wss == "second",
+                              cache_size=self.cache_size, threads=inner, token=token,
+                              time_limit=monitor.remaining(), progress=progress.engine_callback())
+            progress.end(r["n_iter"], r["gap"], len(yk), r["status"])
+            return r
+
+        results = run_parallel(solve, [(k, yk, b) for k, (yk, b) in enumerate(zip(problems, bounds))], workers)
+        monitor.close()
         self._store_model(X, keep, problems, Ck, lam, results)
         self.fit_time_ = time.perf_counter() - t0
         if self.verbose:
             for k, r in enumerate(results):
                 print(f"[sparsekernel] problem {k}: {r['n_iter']} iterations, gap {r['gap']:.3g}, "
                       f"kept {int(np.sum(r['alpha'] > r['lo']))} of {len(r['alpha'])}, status {r['status']}")
-        if not self.converged_:
+        status = {r["status"] for r in results}
+        if 3 in status:
+            warnings.warn(f"time_limit={self.time_limit} s reached: the model is the solver's current iterate, "
+                          "converged_ is False.", ConvergenceWarning)
+        elif 2 in status:
+            warnings.warn("A callback stopped the solver: the model is its current iterate, converged_ is False.",
+                          ConvergenceWarning)
+        elif not self.converged_:
             warnings.warn(f"Solver terminated early (max_iter={self.max_iter}): the KKT gap is above tol. "
                           "Raise max_iter or tol.", ConvergenceWarning)
         return self
@@ -334,6 +354,12 @@ _PARAMS_DOC = """
     n_jobs : int or None, default=None
         Threads (None: all cores).
     verbose : bool, default=False
+        Print the solver's progress (iteration, KKT gap against tol, active set, time) about once a
+        second, and a summary per problem.
+    time_limit : float or None, default=None
+        Seconds for the whole fit: the solver stops at the budget with a ConvergenceWarning and
+        returns its current iterate as a usable model (``converged_ = False``); see
+        :class:`sparsekernel.SVC`. Progress also goes to scikit-learn's callbacks (``set_callbacks``).
 """
 
 _ATTRS_DOC = """
@@ -373,7 +399,7 @@ class KernelLogisticRegression(_BaseKLR):
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second", bound="auto",
                  tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, n_jobs=None,
-                 verbose=False):
+                 verbose=False, time_limit=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -388,6 +414,7 @@ class KernelLogisticRegression(_BaseKLR):
         self.max_iter = max_iter
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.time_limit = time_limit
 
 
 class SparseKernelLogisticRegression(_BaseKLR):
@@ -403,7 +430,7 @@ class SparseKernelLogisticRegression(_BaseKLR):
 
     def __init__(self, C=1.0, lam="auto", kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second",
                  bound="auto", tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1,
-                 n_jobs=None, verbose=False):
+                 n_jobs=None, verbose=False, time_limit=None):
         self.C = C
         self.lam = lam
         self.kernel = kernel
@@ -419,6 +446,7 @@ class SparseKernelLogisticRegression(_BaseKLR):
         self.max_iter = max_iter
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.time_limit = time_limit
 
     def _lam(self):
         if isinstance(self.lam, str):

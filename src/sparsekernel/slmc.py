@@ -33,8 +33,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._base import KernelEvaluator, canonical_csr, check_kernel_params, check_positive, core_matrix, n_threads, \
-    resolve_gamma, run_parallel
+from ._base import CallbackSupportMixin, FitMonitor, KernelEvaluator, canonical_csr, check_kernel_params, \
+    check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, run_parallel, with_callbacks
 from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
 
@@ -103,7 +103,7 @@ def initial_expansion(X, n_z, init, rng):
 
 
 # ---------------------------------------------------------------------- shared estimator machinery
-class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
+class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Validation, one-vs-rest problems in threads, the stored model and prediction, shared by every
     classifier of this module. A subclass implements ``_fit_binary``."""
 
@@ -129,6 +129,7 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         for name in ("tol", "inner_tol", "cache_size"):
             if name in params:
                 check_positive(name, params[name])
+        check_time_limit(params.get("time_limit"))
         init = getattr(self, "init", None)
         if isinstance(init, str) and init not in INITS:
             raise ValueError(f"init must be one of {INITS} or an array of shape (n_expansion, n_features), "
@@ -190,6 +191,7 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         return initial_expansion(X, n_z, init, rng)
 
     # ------------------------------------------------------------ fit
+    @with_callbacks
     def fit(self, X, y):
         """Fit on X (dense or CSR) and labels y; one binary problem, or one per class (one-vs-rest)."""
         t0 = time.perf_counter()
@@ -210,19 +212,31 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
         workers = min(threads, len(targets))
         inner = 1 if workers > 1 else threads
 
+        monitor = FitMonitor(self, len(targets), tol=float(getattr(self, "tol", 0.0)), X=X, y=y,
+                             parallel=workers > 1, metric="W", max_iter=int(getattr(self, "max_iter", 0)) or None)
+
         def fit_one(k, token):
-            return self._fit_binary(X, targets[k], np.random.RandomState(seeds[k]), inner, token)
+            progress = monitor.problem(k) if monitor.listening or monitor.time_limit is not None else None
+            return self._fit_binary(X, targets[k], np.random.RandomState(seeds[k]), inner, token, progress)
 
         with threadpool_limits(limits=inner, user_api="blas"):
             results = run_parallel(fit_one, list(range(len(targets))), workers)
+        monitor.close()
         self._store(results, X.shape[1])
         self.fit_time_ = time.perf_counter() - t0
-        if not self.converged_:
+        status = {r.get("status", 0) for r in results}
+        if 3 in status:
+            warnings.warn(f"{type(self).__name__}: time_limit={self.time_limit} s reached; the model holds the last "
+                          "L-BFGS iterate, converged_ is False.", ConvergenceWarning)
+        elif 2 in status:
+            warnings.warn(f"{type(self).__name__}: a callback stopped the outer L-BFGS; the model holds its last "
+                          "iterate, converged_ is False.", ConvergenceWarning)
+        elif not self.converged_:
             warnings.warn(f"{type(self).__name__}: the outer L-BFGS stopped at max_iter={self.max_iter} before W "
                           f"decreased by less than tol={self.tol!r}", ConvergenceWarning)
         return self
 
-    def _fit_binary(self, X, y, rng, threads, token):  # pragma: no cover - abstract
+    def _fit_binary(self, X, y, rng, threads, token, progress=None):  # pragma: no cover - abstract
         """Fit one binary problem (y in {-1, +1}); return a dict: Z, beta, b and diagnostics."""
         raise NotImplementedError
 
@@ -275,7 +289,7 @@ class _ExpansionClassifier(ClassifierMixin, BaseEstimator):
 def _learned_result(run, final, kernel, inner, n_sv):
     """One binary problem's fitted model and diagnostics from its L-BFGS run and final inner solve."""
     return {"Z": run.Z, "beta": final.beta, "b": final.b, "history": run.history, "n_iter": run.n_iter,
-            "converged": run.converged, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
+            "converged": run.converged, "status": run.status, "evals": kernel.evals, "jitter": final.jitter, "n_sv": n_sv,
             "inner_iter": inner.n_iter}
 
 
@@ -355,12 +369,16 @@ class SLMC(_ExpansionClassifier):
         MB of kernel-row cache for the inner solves (rows of the N x N matrix of phi_z products).
     random_state : int, RandomState or None
     verbose : bool, default=False
-        Print W after each outer iteration.
+        Print W after each outer iteration (at most once a second).
+    time_limit : float or None, default=None
+        Seconds for the whole fit: the outer L-BFGS stops at the budget with a ConvergenceWarning and
+        the model holds its last iterate (``converged_ = False``). Progress (outer iteration, W) also
+        goes to scikit-learn's callbacks (``set_callbacks``).
     """ + _FITTED_DOC
 
     def __init__(self, n_expansion=0.1, *, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3, init="random",
                  max_iter=100, tol=1e-5, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
-                 verbose=False):
+                 verbose=False, time_limit=None):
         self.n_expansion = n_expansion
         self.C = C
         self.kernel = kernel
@@ -375,11 +393,12 @@ class SLMC(_ExpansionClassifier):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.time_limit = time_limit
 
-    def _fit_binary(self, X, y, rng, threads, token):
+    def _fit_binary(self, X, y, rng, threads, token, progress=None):
         n_sv, Z0, kernel, inner = self._learned_start(X, y, rng, threads, token)
         objective = SLMCObjective(X, y, kernel, inner)
-        run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="SLMC")
+        run = minimise(objective, Z0, self.max_iter, self.tol, progress)
         final = objective.evaluate(run.Z)  # beta (45) and b at the returned Z
         return _learned_result(run, final, kernel, inner, n_sv)
 
@@ -405,14 +424,14 @@ class SparseKFD(_ExpansionClassifier):
         benchmarks/results/slmc.md).
     init : {'kmeans', 'random'} or ndarray, default='kmeans'
         As :class:`SLMC`; k-means by default as the paper's Table 3.
-    max_iter, tol, inner_tol, cache_size, random_state, verbose : as :class:`SLMC`.
+    max_iter, tol, inner_tol, cache_size, random_state, verbose, time_limit : as :class:`SLMC`.
     """ + _FITTED_DOC
 
     _init_default = "kmeans"
 
     def __init__(self, n_expansion=0.1, *, mu=1e-4, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
                  init="kmeans", max_iter=100, tol=1e-5, inner_tol=1e-3, cache_size=200, random_state=None,
-                 n_jobs=None, verbose=False):
+                 n_jobs=None, verbose=False, time_limit=None):
         self.n_expansion = n_expansion
         self.mu = mu
         self.C = C
@@ -428,14 +447,15 @@ class SparseKFD(_ExpansionClassifier):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.time_limit = time_limit
 
     def _check_params(self):
         check_positive("mu", self.mu)
         return super()._check_params()
 
-    def _fit_binary(self, X, y, rng, threads, token):
+    def _fit_binary(self, X, y, rng, threads, token, progress=None):
         n_sv, Z0, kernel, inner = self._learned_start(X, y, rng, threads, token)
-        run = minimise(KFDObjective(X, y, kernel, self.mu), Z0, self.max_iter, self.tol, self.verbose, label="SKFD")
+        run = minimise(KFDObjective(X, y, kernel, self.mu), Z0, self.max_iter, self.tol, progress)
         final = SLMCObjective(X, y, kernel, inner).evaluate(run.Z)  # beta and b by (37)-(39), (45)
         return _learned_result(run, final, kernel, inner, n_sv)
 
@@ -488,7 +508,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
             raise ValueError(f"n_init must be a positive integer, got {self.n_init!r}")
         return super()._check_params()
 
-    def _fit_binary(self, X, y, rng, threads, token):
+    def _fit_binary(self, X, y, rng, threads, token, progress=None):
         svc = self._reference_svc(X, y, threads)
         sv, a = svc.support_, svc._dual_coef[0] * -1.0  # w = sum_i a_i phi(x_i); f = w'phi + intercept_
         n_z = self._n_expansion(X.shape[0], len(sv))
@@ -497,7 +517,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
         best = None
         for _ in range(self.n_init):
             Z0 = distinct_sample(X, n_z, rng, candidates=sv) if n_z <= len(sv) else distinct_sample(X, n_z, rng)
-            run = minimise(objective, Z0, self.max_iter, self.tol, self.verbose, label="RS")
+            run = minimise(objective, Z0, self.max_iter, self.tol, progress if self.n_init == 1 else None)
             if best is None or run.history[-1] < best.history[-1]:
                 best = run
         if self.method == "rs":
@@ -558,7 +578,7 @@ class ReducedSVM(_ExpansionClassifier):
             raise ValueError(f"cv must be an integer >= 2, got {self.cv!r}")
         return super()._check_params()
 
-    def _fit_binary(self, X, y, rng, threads, token):
+    def _fit_binary(self, X, y, rng, threads, token, progress=None):
         from .svm import SVC
 
         n_sv = int(self._reference_svc(X, y, threads).n_support_.sum()) if self._needs_reference_svc() else None

@@ -21,8 +21,11 @@ from ._warm import DualState, active_store, data_fingerprint, warm_point
 from ._base import (
     KERNELS,
     TERM_LINEAR,
+    CallbackSupportMixin,
+    FitMonitor,
     KernelEvaluator,
     KernelModelMixin,
+    check_time_limit,
     callable_gram,
     canonical_csr,
     check_kernel_params,
@@ -32,6 +35,7 @@ from ._base import (
     per_sample_bounds,
     resolve_gamma,
     run_parallel,
+    with_callbacks,
 )
 
 SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
@@ -99,7 +103,7 @@ _NONFINITE_MODEL = ("The dual coefficients or intercepts are not finite. The inp
                     "need to be preprocessed.")
 
 
-class _BaseSMO(KernelModelMixin, BaseEstimator):
+class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     """What SVC and SVR share: parameter checks, the route, warm starts and the engine calls."""
 
     _solvers = SOLVERS
@@ -118,7 +122,13 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
         if not isinstance(self.warm_start, (bool, np.bool_)):
             raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
+        check_time_limit(self.time_limit)
         return n_threads(self.n_jobs)
+
+    def _monitor(self, n_problems, threads, X, y):
+        """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems."""
+        return FitMonitor(self, n_problems, tol=float(self.tol), X=X, y=y,
+                          parallel=threads > 1 and n_problems >= threads)
 
     def _route(self):
         return _AUTO_ROUTE if self.solver == "auto" else self.solver
@@ -188,9 +198,10 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
             return key, None, own[1]
         return key, store, None
 
-    def _solve_problems(self, X, problems, threads, data_key=None, store=None, own_states=None):
+    def _solve_problems(self, X, problems, threads, data_key=None, store=None, own_states=None, monitor=None):
         """Solve the binary dual problems (dicts: idx, y, p, hi, problem type) with the engine,
-        warm-started where a previous solution on the same data exists. Returns the engine's dicts."""
+        warm-started where a previous solution on the same data exists, reporting to the fit's
+        monitor when given. Returns the engine's dicts."""
         workers = threads if len(problems) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
         route = self._route()
@@ -212,11 +223,16 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
             if store is not None and session is None:
                 session = _core.Session(Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree),
                                         pr["y"], pr["problem"], float(self.cache_size), inner_threads)
+            progress = monitor.problem(k) if monitor is not None else None
             r = _core.solve(
                 Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
                 pr["y"], pr["p"], None, np.zeros(len(pr["y"])), pr["hi"], a0, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched", int(getattr(self, "working_set_size", 0) or 0),
-                float(self.cache_size), inner_threads, token, False, route == "csmo", pr["problem"], g0, session)
+                float(self.cache_size), inner_threads, token, False, route == "csmo", pr["problem"], g0, session,
+                monitor.remaining() if monitor is not None else 0.0,
+                progress.engine_callback() if progress is not None else None)
+            if progress is not None:
+                progress.end(r["n_iter"], r["gap"], len(pr["y"]), r["status"])
             r["warm_started"] = a0 is not None
             if store is not None:
                 store.put_session(key, kernel_key, session)
@@ -241,7 +257,14 @@ class _BaseSMO(KernelModelMixin, BaseEstimator):
         self.fit_status_ = 0 if self.converged_ else 1
 
     def _warn_if_not_converged(self):
-        if not self.converged_:
+        status = {s["status"] for s in self.solver_stats_}
+        if 3 in status:
+            warnings.warn(f"time_limit={self.time_limit} s reached: the model is the solver's current iterate (its "
+                          "intercept from the KKT conditions), converged_ is False.", ConvergenceWarning)
+        elif 2 in status:
+            warnings.warn("A callback stopped the solver: the model is its current iterate, converged_ is False.",
+                          ConvergenceWarning)
+        elif not self.converged_:
             warnings.warn("Solver terminated early (max_iter=%d).  Consider pre-processing your data with "
                           "StandardScaler or MinMaxScaler." % self.max_iter, ConvergenceWarning)
 
@@ -320,6 +343,13 @@ class SVC(ClassifierMixin, _BaseSMO):
     n_jobs : int or None, default=None
         Threads (None: all cores). Kernel rows and blocks are computed in parallel; the pairwise
         problems of a multiclass fit run in parallel when there are enough of them.
+    time_limit : float or None, default=None
+        Seconds for the whole fit: the solver stops at the budget with a ConvergenceWarning and
+        returns a usable model (the current iterate, its intercept from the KKT conditions,
+        ``converged_ = False``). Ctrl-C instead raises KeyboardInterrupt (nothing is fitted).
+        ``verbose=True`` prints the solver's progress (iteration, KKT gap against tol, active set
+        size, time) about once a second; ``set_callbacks`` (scikit-learn >= 1.9) reports it to
+        scikit-learn's callbacks, e.g. ``SVC().set_callbacks(ProgressBar()).fit(X, y)``.
 
     Attributes
     ----------
@@ -342,7 +372,7 @@ class SVC(ClassifierMixin, _BaseSMO):
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
                  break_ties=False, random_state=None, solver="auto", working_set_size=None, warm_start=False,
-                 n_jobs=None):
+                 n_jobs=None, time_limit=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -362,6 +392,7 @@ class SVC(ClassifierMixin, _BaseSMO):
         self.working_set_size = working_set_size
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.time_limit = time_limit
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -380,6 +411,7 @@ class SVC(ClassifierMixin, _BaseSMO):
         return threads
 
     # ------------------------------------------------------------------ fit
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
         t0 = time.perf_counter()
@@ -401,7 +433,9 @@ class SVC(ClassifierMixin, _BaseSMO):
             idx = np.flatnonzero((y_enc == a) | (y_enc == b))
             problems.append({"idx": idx, "y": np.where(y_enc[idx] == a, 1.0, -1.0), "p": np.full(len(idx), -1.0),
                              "hi": np.ascontiguousarray(Ci[idx]), "problem": PROBLEM_CLASSIFICATION})
-        results = self._solve_problems(X, problems, threads, data_key, store, own)
+        monitor = self._monitor(len(problems), threads, X, y)
+        results = self._solve_problems(X, problems, threads, data_key, store, own, monitor)
+        monitor.close()
         self._store_model(X, y_enc, pairs, results, inputs)
         self._check_finite_model()
         self._probA, self._probB = np.empty(0), np.empty(0)
@@ -595,7 +629,7 @@ class SVR(RegressorMixin, _BaseSMO):
 
     Parameters
     ----------
-    kernel, degree, gamma, coef0, tol, C, shrinking, cache_size, verbose, max_iter, n_jobs :
+    kernel, degree, gamma, coef0, tol, C, shrinking, cache_size, verbose, max_iter, n_jobs, time_limit :
         As :class:`sparsekernel.SVC`.
     epsilon : float, default=0.1
         Width of the insensitive tube (>= 0).
@@ -617,7 +651,7 @@ class SVR(RegressorMixin, _BaseSMO):
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
                  shrinking=True, cache_size=200, verbose=False, max_iter=-1, solver="auto", warm_start=False,
-                 n_jobs=None):
+                 n_jobs=None, time_limit=None):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -632,7 +666,9 @@ class SVR(RegressorMixin, _BaseSMO):
         self.solver = solver
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.time_limit = time_limit
 
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y."""
         t0 = time.perf_counter()
@@ -646,7 +682,9 @@ class SVR(RegressorMixin, _BaseSMO):
         problem = {"idx": np.arange(n), "y": np.r_[np.ones(n), -np.ones(n)], "p": np.r_[eps - z, eps + z],
                    "hi": np.r_[Ci, Ci], "problem": PROBLEM_REGRESSION}
         data_key, store, own = self._warm_sources(X, z, sample_weight)
-        (r,) = self._solve_problems(X, [problem], threads, data_key, store, own)
+        monitor = self._monitor(1, threads, X, y)
+        (r,) = self._solve_problems(X, [problem], threads, data_key, store, own, monitor)
+        monitor.close()
         coef = r["alpha"][:n] - r["alpha"][n:]
         support = np.flatnonzero(coef != 0)
         self.support_ = support.astype(np.int32)

@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -165,13 +166,54 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
 }
 
 // Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
+// The time limit and the progress report of a solve, polled by the engine with the GIL held: the
+// report (a Python callable progress(iter, gap, active_size) -> stop) at most every kInterval
+// seconds, so that it costs nothing measurable; an exception it raises stops the solve and is
+// re-raised after it.
+class ProgressPoll {
+public:
+    static constexpr double kInterval = 0.1;
+
+    ProgressPoll(double time_limit, nb::object progress)
+        : start_(std::chrono::steady_clock::now()), time_limit_(time_limit), progress_(std::move(progress)) {}
+
+    int operator()(int64_t iter, double gap, int64_t active_size) {
+        const double t = elapsed();
+        if (!progress_.is_none() && t - last_report_ >= kInterval) {
+            last_report_ = t;
+            try {
+                if (nb::cast<bool>(progress_(iter, gap, active_size))) return sk::kPollInterrupt;
+            } catch (nb::python_error& e) {
+                error_ = std::make_unique<nb::python_error>(std::move(e));
+                return sk::kPollInterrupt;
+            }
+        }
+        return time_limit_ > 0 && t >= time_limit_ ? sk::kPollTimeLimit : sk::kPollContinue;
+    }
+
+    void rethrow() {
+        if (error_) throw std::move(*error_);
+    }
+
+private:
+    double elapsed() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    std::chrono::steady_clock::time_point start_;
+    double time_limit_;  // seconds; <= 0: none
+    double last_report_ = -1.0;
+    nb::object progress_;
+    std::unique_ptr<nb::python_error> error_;
+};
+
 // psi_i(a) = p_i a (term 0: SVC, SVR) or C_i G(a / C_i) + p_i a (term 1: KLR / S-KLR with p = -lam).
 // problem 1 is eps-SVR: y, p, lo, hi (and a0, g0) have 2n entries for the n rows of X. A session, when
 // given, supplies the Q-provider (X and the kernel arguments are then those of the session).
 nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, int term, DArray y, DArray p,
                nb::object C, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter, bool shrinking,
                bool second_order, bool batched, int64_t q, double cache_mb, int nthreads, CancelToken* cancel,
-               bool trace, bool conjugate, int problem, nb::object g0, Session* session) {
+               bool trace, bool conjugate, int problem, nb::object g0, Session* session, double time_limit,
+               nb::object progress) {
     const int64_t l = int64_t(y.shape(0));
     if (problem != 0 && problem != 1) throw std::invalid_argument("solve: unknown problem code");
     const int64_t n_points = problem == 1 ? l / 2 : l;
@@ -208,15 +250,17 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     std::vector<double> trace_values;
     if (trace) opt.trace = &trace_values;
     bool interrupted = false;
-    opt.interrupted = [&interrupted, cancel]() {
+    ProgressPoll poll(time_limit, progress);
+    opt.poll = [&interrupted, &poll, cancel](const sk::SolverProgress& pr) {
         if (cancel && cancel->flag.load()) interrupted = true;
-        if (interrupted) return true;
+        if (interrupted) return int(sk::kPollInterrupt);
         nb::gil_scoped_acquire acquire;  // Ctrl-C: only the main thread sees signals
         if (PyErr_CheckSignals() != 0) {
             PyErr_Clear();
             interrupted = true;
+            return int(sk::kPollInterrupt);
         }
-        return interrupted;
+        return poll(pr.iter, pr.gap, pr.active_size);
     };
     sk::SolverResult res;
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
@@ -260,6 +304,7 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
         PyErr_SetNone(PyExc_KeyboardInterrupt);
         throw nb::python_error();
     }
+    poll.rethrow();
     nb::dict d;
     d["alpha"] = to_numpy(res.alpha);
     d["grad"] = to_numpy(res.grad);
@@ -323,7 +368,8 @@ NB_MODULE(_core, m) {
     m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
           "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a, "batched"_a, "q"_a,
           "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false, "conjugate"_a = false,
-          "problem"_a = 0, "g0"_a.none() = nb::none(), "session"_a.none() = nb::none());
+          "problem"_a = 0, "g0"_a.none() = nb::none(), "session"_a.none() = nb::none(), "time_limit"_a = 0.0,
+          "progress"_a.none() = nb::none());
     nb::class_<Session>(m, "Session")
         .def("__init__", [](Session* self, nb::object X, int kernel, double gamma, double coef0, int degree, DArray y,
                             int problem, double cache_mb, int nthreads) {

@@ -139,16 +139,6 @@ template <int kMeasure>
     return s;
 }
 
-// out[t - begin] = max(0, ||a||^2 + ||b_j||^2 - 2 out[t - begin]), j = cols[t] (or t): dots to squared distances
-SK_MULTIVERSION void dots_to_sqdist_cols(double* out, double anorm, const double* bnorm, const int32_t* cols,
-                                         int64_t begin, int64_t end) {
-    if (cols) {
-        for (int64_t t = begin; t < end; ++t) out[t - begin] = std::max(0.0, anorm + bnorm[cols[t]] - 2.0 * out[t - begin]);
-    } else {
-        for (int64_t t = begin; t < end; ++t) out[t - begin] = std::max(0.0, anorm + bnorm[t] - 2.0 * out[t - begin]);
-    }
-}
-
 template <int kMeasure>
 SK_MULTIVERSION void sparse_measures(const double* arow, double anorm, const Matrix& B, const int32_t* cols,
                                      int64_t begin, int64_t end, double* out) {
@@ -212,17 +202,9 @@ void Kernel::measures(const double* arow, int64_t i, const int32_t* cols, int64_
                       double* out) const {
     const int mm = static_cast<int>(measure_);
     if (!B_.sparse) {
-        if (mm == 0) {
-            dense_measures<0>(arow, B_, cols, begin, end, out);
-        } else if (mm == 1) {
-            // ||a||^2 + ||b||^2 - 2 a'b, as the CSR rows, the blocks and LIBSVM compute it: dense and
-            // sparse input then give the same kernel values (and the same fits), and a dot product
-            // is one multiply-add per feature where (a - b)^2 takes two operations
-            dense_measures<0>(arow, B_, cols, begin, end, out);
-            dots_to_sqdist_cols(out, A_.sqnorm[i], B_.sqnorm.data(), cols, begin, end);
-        } else {
-            dense_measures<2>(arow, B_, cols, begin, end, out);
-        }
+        if (mm == 0) dense_measures<0>(arow, B_, cols, begin, end, out);
+        else if (mm == 1) dense_measures<1>(arow, B_, cols, begin, end, out);
+        else dense_measures<2>(arow, B_, cols, begin, end, out);
     } else {
         if (mm == 0) sparse_measures<0>(arow, 0.0, B_, cols, begin, end, out);
         else if (mm == 1) sparse_measures<1>(arow, A_.sqnorm[i], B_, cols, begin, end, out);

@@ -38,6 +38,16 @@
 
 namespace sk {
 
+// What a poll reports: steps so far, the maximal KKT violation m - M of the last working-set
+// selection (tol is the target), and the active (unshrunk) set size.
+struct SolverProgress {
+    int64_t iter = 0;
+    double gap = 0;
+    int64_t active_size = 0;
+};
+
+enum PollResult : int { kPollContinue = 0, kPollInterrupt = 1, kPollTimeLimit = 2 };
+
 struct SolverOptions {
     double tol = 1e-3;
     int64_t max_iter = -1;  // pair iterations; -1 = no limit
@@ -51,7 +61,9 @@ struct SolverOptions {
     int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
     int nthreads = 1;
     double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
-    std::function<bool()> interrupted;  // polled now and then; true stops the solve
+    // Polled every <= 1000 steps with the progress so far: the caller's progress report, Ctrl-C and
+    // time limit. Returns kPollContinue, or the reason to stop (the current iterate is returned).
+    std::function<int(const SolverProgress&)> poll;
     // test-only trace of the pair route, one record of kTraceHead + 2N values per step: the
     // objective after it, ||a^{k+1} - a^k||^2, clipped (0/1), the unclipped gain of the direction
     // taken (CSMO eq. 21), the unclipped gain of the plain pair (eq. 10), then the direction p (N
@@ -59,7 +71,7 @@ struct SolverOptions {
     std::vector<double>* trace = nullptr;
 };
 
-enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2 };
+enum SolverStatus : int { kConverged = 0, kMaxIter = 1, kInterrupted = 2, kTimeLimit = 3 };
 
 constexpr int64_t kTraceHead = 5;
 
@@ -254,11 +266,11 @@ private:
     }
 
     bool poll_interrupt(SolverResult& res) {
-        if (opt_.interrupted && opt_.interrupted()) {
-            res.status = kInterrupted;
-            return true;
-        }
-        return false;
+        if (!opt_.poll) return false;
+        const int r = opt_.poll(SolverProgress{res.iter, last_gap_, active_size_});
+        if (r == kPollContinue) return false;
+        res.status = r == kPollTimeLimit ? kTimeLimit : kInterrupted;
+        return true;
     }
 
     // ------------------------------------------------------------------ pair route
@@ -586,8 +598,10 @@ private:
                 if (poll_interrupt(res)) return;
             }
             int64_t i, j;
-            double gap;
-            if (select_working_pair<kSecondOrder>(i, j, gap)) {
+            double gap = last_gap_;
+            const bool optimal = select_working_pair<kSecondOrder>(i, j, gap);
+            last_gap_ = gap;
+            if (optimal) {
                 if (active_size_ == l_) break;
                 reconstruct_gradient();  // final unshrink check on all variables
                 active_size_ = l_;
@@ -729,6 +743,7 @@ private:
             }
             double m, M;
             violation_extremes(m, M);
+            last_gap_ = m - M;
             if (!(m - M >= opt_.tol)) {
                 if (active_size_ == l_) break;
                 reconstruct_gradient();  // final unshrink check
@@ -876,6 +891,7 @@ private:
     Term term_;
     SolverOptions opt_;
     int64_t l_, active_size_;
+    double last_gap_ = std::numeric_limits<double>::infinity();  // of the last selection, for poll
     std::vector<double> y_, p_, C_, lo_, hi_, a_, G_, Gbar_;
     std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
     std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound

@@ -1,0 +1,81 @@
+"""Export of fitted sparsekernel models: ONNX (through skl2onnx's converter registry) and skops.
+
+Everything here needs the ``export`` extra (``pip install "sparsekernel[export]"``: skl2onnx,
+onnxruntime, skops); the rest of the library imports without it.
+
+- :func:`to_onnx` converts a fitted SVC, SVR, KernelLogisticRegression,
+  SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD (also the reduced-set baselines of
+  :mod:`sparsekernel.slmc`) to an ONNX graph of plain ONNX operators, in float64 by default, whose
+  onnxruntime outputs equal the library's predictions. :func:`register_converters` registers the
+  converters with skl2onnx so that ``skl2onnx.to_onnx`` also converts pipelines that contain them
+  (importing :mod:`sparsekernel.export.onnx` registers them too).
+- :func:`trusted_types` lists the library's types for ``skops.io.load(..., trusted=...)``;
+  :func:`save_skops` / :func:`load_skops` are the two calls with that list filled in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EXTRA_HINT = 'pip install "sparsekernel[export]"'
+
+
+def require(*modules):
+    """Import ``modules`` (top-level names) or raise one ImportError naming the ``export`` extra."""
+    import importlib
+
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise ImportError(f"sparsekernel.export needs {', '.join(missing)} (the 'export' extra): {EXTRA_HINT}")
+
+
+def to_onnx(model, X, dtype=np.float64, **kwargs):
+    """Convert a fitted sparsekernel estimator to an ONNX ModelProto.
+
+    See :func:`sparsekernel.export.onnx.to_onnx` for the parameters and the outputs.
+    """
+    from .onnx import to_onnx as _to_onnx
+
+    return _to_onnx(model, X, dtype=dtype, **kwargs)
+
+
+def register_converters():
+    """Register the library's converters with skl2onnx (idempotent).
+
+    See :func:`sparsekernel.export.onnx.register_converters`.
+    """
+    from .onnx import register_converters as _register
+
+    return _register()
+
+
+def trusted_types():
+    """The library's types to pass to ``skops.io.load(..., trusted=...)``.
+
+    See :func:`sparsekernel.export.skops.trusted_types`.
+    """
+    from .skops import trusted_types as _trusted
+
+    return _trusted()
+
+
+def save_skops(model, file):
+    """Write ``model`` to ``file`` with skops. See :func:`sparsekernel.export.skops.save_skops`."""
+    from .skops import save_skops as _save
+
+    return _save(model, file)
+
+
+def load_skops(file, trusted=None):
+    """Load a skops file written by :func:`save_skops`. See :func:`sparsekernel.export.skops.load_skops`."""
+    from .skops import load_skops as _load
+
+    return _load(file, trusted=trusted)
+
+
+__all__ = ["to_onnx", "register_converters", "trusted_types", "save_skops", "load_skops"]

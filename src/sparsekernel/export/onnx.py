@@ -1,0 +1,454 @@
+"""ONNX export of sparsekernel's kernel machines through skl2onnx's converter registry.
+
+Every model here predicts from a kernel expansion, ``dec = K(X, B) @ W.T + b`` over the stored
+points B (support vectors, expansion vectors), and then turns ``dec`` into labels, scores or
+probabilities. The converters rebuild exactly that with plain ONNX operators: one kernel-graph
+builder (:func:`_kernel_block`, the formulas of ``sparsekernel._base.KernelEvaluator``) shared by
+one converter per estimator family:
+
+- SVC: LIBSVM's one-vs-one decision values, the vote (ties to the first class), scikit-learn's
+  'ovr' scores or the raw 'ovo' values, ``break_ties``, Platt probabilities for two classes;
+- SVR: the regression value;
+- KernelLogisticRegression, SparseKernelLogisticRegression: P = 1 / (1 + exp(-f)), normalised
+  one-vs-rest probabilities for more classes, the label their argmax;
+- NSSVC, SLMC, SparseKFD and the reduced-set baselines: the sign or the largest one-vs-rest score.
+
+The graph computes in the input's float type, float64 by default, so onnxruntime reproduces the
+library's predictions to rounding (skl2onnx's own SVC converter computes in float32).
+
+Outputs (skl2onnx's conventions): a classifier has ``label`` (int64 for integer, bool or
+integral float classes, string for string classes, double for other float classes) and
+``probabilities``: ``predict_proba`` when the model has it (KLR, SVC with probability=True and two
+classes) unless ``raw_scores=True``, otherwise the scores, one column per class (two classes:
+``[-f, f]`` with ``f = decision_function``; SVC with ``decision_function_shape='ovo'`` and more
+than two classes: one column per pair). A regressor has ``variable`` of shape (n, 1).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import require
+
+require("skl2onnx", "onnx")
+
+from onnx import TensorProto  # noqa: E402
+from skl2onnx import convert_sklearn, update_registered_converter  # noqa: E402
+from skl2onnx.common.data_types import (  # noqa: E402
+    DoubleTensorType,
+    FloatTensorType,
+    Int64TensorType,
+    StringTensorType,
+)
+from sklearn.utils.validation import check_is_fitted  # noqa: E402
+
+from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression  # noqa: E402
+from ..nssvm import NSSVC  # noqa: E402
+from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD  # noqa: E402
+from ..svm import SVC, SVR, _pairs  # noqa: E402
+
+# the operators used are all in opset 13 with the semantics relied on (ReduceSum's axes as an input)
+MIN_OPSET = 13
+KERNELS = ("linear", "poly", "rbf", "sigmoid", "laplacian")
+_SVC_PLATT_MIN_PROB = 1e-7  # svm._PLATT_MIN_PROB
+
+
+# ---------------------------------------------------------------------- what each model predicts from
+class Expansion:
+    """A fitted model's decision values ``K(X, B) @ W.T + b`` as its prediction code computes them.
+
+    Attributes
+    ----------
+    kernel, gamma, coef0, degree : the kernel (gamma already resolved from 'scale' / 'auto')
+    B : ndarray (m, n_features), the stored points
+    W : ndarray (k, m) or None (None: dec = K(X, B) + b, used for NSSVC's primal weights)
+    b : ndarray (k,)
+    """
+
+    def __init__(self, kernel, gamma, coef0, degree, B, W, b):
+        self.kernel, self.gamma, self.coef0, self.degree = kernel, float(gamma), float(coef0), int(degree)
+        self.B = np.asarray(B.toarray() if sp.issparse(B) else B, dtype=np.float64)
+        self.W = None if W is None else np.asarray(W.toarray() if sp.issparse(W) else W, dtype=np.float64)
+        self.b = np.asarray(b, dtype=np.float64).ravel()
+
+
+def _check_kernel(model):
+    kernel = model.kernel
+    if callable(kernel) or kernel not in KERNELS:
+        name = "a callable" if callable(kernel) else repr(kernel)
+        raise ValueError(f"ONNX export of {type(model).__name__} with kernel={name} is not supported: the graph needs "
+                         f"the kernel's formula, one of {KERNELS}")
+
+
+def model_expansion(model):
+    """The :class:`Expansion` of a fitted SVC, SVR, (S)KLR, NSSVC or expansion classifier (SLMC, ...).
+
+    Raises
+    ------
+    ValueError
+        For a kernel without a formula in ONNX ('precomputed', a callable).
+    TypeError
+        For a model type without a converter.
+    """
+    check_is_fitted(model)
+    _check_kernel(model)
+    params = (model.kernel, getattr(model, "_gamma", 0.0), model.coef0, model.degree)
+    if isinstance(model, SVC):  # LIBSVM's pairs, positive meaning the pair's first class
+        return Expansion(*params, model.support_vectors_, model._ovo_coef(), model._intercept)
+    if isinstance(model, SVR):
+        return Expansion(*params, model.support_vectors_, model._dual_coef, model._intercept)
+    if isinstance(model, NSSVC) and model.kernel == "linear":  # predicts with w = Q alpha (72)
+        return Expansion("linear", 0.0, 0.0, 0, model.coef_, None, model.intercept_)
+    if isinstance(model, (KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC)):
+        return Expansion(*params, model.support_vectors_, model.dual_coef_, model.intercept_)
+    if isinstance(model, _EXPANSION_CLASSIFIERS):
+        return Expansion(*params, model.expansion_vectors_, model.dual_coef_, model.intercept_)
+    raise TypeError(f"no ONNX converter for {type(model).__name__}")
+
+
+# ---------------------------------------------------------------------- graph building
+class _Graph:
+    """Adds nodes and constants to skl2onnx's container, floats in the graph's type."""
+
+    _FLOAT_TYPES = {np.float64: TensorProto.DOUBLE, np.float32: TensorProto.FLOAT}
+
+    def __init__(self, scope, operator, container):
+        opset = container.target_opset
+        if opset is not None and opset < MIN_OPSET:
+            raise ValueError(f"sparsekernel's ONNX converters need target_opset >= {MIN_OPSET}, got {opset}")
+        self.scope, self.container = scope, container
+        self.dtype = np.float32 if isinstance(operator.inputs[0].type, FloatTensorType) else np.float64
+
+    def op(self, op_type, *inputs, out=None, **attrs):
+        """Add node ``op_type(inputs, **attrs)``; returns its output's name (``out`` if given)."""
+        out = out or self.scope.get_unique_variable_name(op_type.lower())
+        self.container.add_node(op_type, list(inputs), [out], op_version=MIN_OPSET,
+                                name=self.scope.get_unique_operator_name(op_type), **attrs)
+        return out
+
+    def const(self, value, dtype=None):
+        """A constant tensor: floats in the graph's type unless ``dtype`` says otherwise."""
+        arr = np.asarray(value, dtype=dtype or self.dtype)
+        name = self.scope.get_unique_variable_name("cst")
+        if arr.dtype.kind in "US":
+            self.container.add_initializer(name, TensorProto.STRING, list(arr.shape),
+                                           [s.encode("utf-8") for s in arr.astype(str).ravel()])
+        else:
+            onnx_type = self._FLOAT_TYPES.get(arr.dtype.type, TensorProto.INT64)
+            self.container.add_initializer(name, onnx_type, list(arr.shape), arr.ravel())
+        return name
+
+    def axes(self, *axes):
+        return self.const(np.array(axes, dtype=np.int64), dtype=np.int64)
+
+    def to_float(self, name):
+        return self.op("Cast", name, to=self._FLOAT_TYPES[self.dtype])
+
+
+def _kernel_block(g, X, e):
+    """K(X, B) of the expansion ``e`` as ONNX nodes, by KernelEvaluator's formulas (rbf from the dot
+    products and the squared norms, clipped at 0; poly (gamma x.b + coef0)^degree; sigmoid tanh;
+    laplacian exp(-gamma ||x - b||_1))."""
+    if e.kernel == "laplacian":
+        diff = g.op("Sub", g.op("Unsqueeze", X, g.axes(1)), g.const(e.B[None, :, :]))  # (n, m, d)
+        l1 = g.op("ReduceSum", g.op("Abs", diff), g.axes(2), keepdims=0)
+        return g.op("Exp", g.op("Mul", l1, g.const(-e.gamma)))
+    dot = g.op("MatMul", X, g.const(e.B.T))
+    if e.kernel == "linear":
+        return dot
+    if e.kernel == "rbf":
+        x_sq = g.op("ReduceSum", g.op("Mul", X, X), g.axes(1), keepdims=1)        # (n, 1)
+        d2 = g.op("Add", g.op("Add", g.op("Mul", dot, g.const(-2.0)), x_sq), g.const(np.einsum("ij,ij->i", e.B, e.B)))
+        d2 = g.op("Max", d2, g.const(0.0))
+        return g.op("Exp", g.op("Mul", d2, g.const(-e.gamma)))
+    affine = g.op("Add", g.op("Mul", dot, g.const(e.gamma)), g.const(e.coef0))
+    if e.kernel == "sigmoid":
+        return g.op("Tanh", affine)
+    return g.op("Pow", affine, g.const(float(e.degree)))  # poly
+
+
+def _decision(g, X, e):
+    """dec = K(X, B) @ W.T + b, shape (n, k)."""
+    K = _kernel_block(g, X, e)
+    lin = K if e.W is None else g.op("MatMul", K, g.const(e.W.T))
+    return g.op("Add", lin, g.const(e.b))
+
+
+def _expit(g, z):
+    """1 / (1 + exp(-z)) (scipy's expit)."""
+    return g.op("Div", g.const(1.0), g.op("Add", g.const(1.0), g.op("Exp", g.op("Neg", z))))
+
+
+def _two_class_scores(g, f):
+    """[-f, f] for a binary decision value f of shape (n, 1)."""
+    return g.op("Concat", g.op("Neg", f), f, axis=1)
+
+
+def _classes(scope, model):
+    """classes_, or their indices with skl2onnx's option nocl=True."""
+    nocl = scope.get_options(model, dict(nocl=False))["nocl"]
+    return np.arange(len(model.classes_)) if nocl else model.classes_
+
+
+def _emit_label(g, operator, index):
+    """label = classes_[index] into the operator's first output (index: int64 of shape (n,))."""
+    classes, _ = _label_encoding(_classes(g.scope, operator.raw_operator))
+    g.op("Gather", g.const(classes, dtype=classes.dtype), index, axis=0, out=operator.outputs[0].full_name)
+
+
+def _emit_scores(g, operator, scores, n_classes):
+    zipmap = g.scope.get_options(operator.raw_operator, dict(zipmap=True))["zipmap"]  # the parser's default
+    if zipmap is not False and _n_score_columns(operator.raw_operator) != n_classes:
+        raise ValueError("ONNX export: zipmap needs one score per class, but an SVC with "
+                         "decision_function_shape='ovo' has one per pair; pass options {'zipmap': False}")
+    g.op("Identity", scores, out=operator.outputs[1].full_name)
+
+
+def _sign_index(g, positive):
+    """int64 (n,) of a boolean (n, 1)."""
+    return g.op("Reshape", g.op("Cast", positive, to=TensorProto.INT64), g.axes(-1))
+
+
+def _argmax(g, scores):
+    """The first column of the largest score (numpy's argmax)."""
+    return g.op("ArgMax", scores, axis=1, keepdims=0, select_last_index=0)
+
+
+def _raw_scores(g, operator):
+    return bool(g.scope.get_options(operator.raw_operator, dict(raw_scores=False))["raw_scores"])
+
+
+# ---------------------------------------------------------------------- converters (one per family)
+def _pair_matrices(n_classes):
+    """(first, second): (n_pairs, n_classes) 0/1 matrices of the pairs' classes in LIBSVM's order."""
+    pairs = _pairs(n_classes)
+    first, second = np.zeros((len(pairs), n_classes)), np.zeros((len(pairs), n_classes))
+    for k, (a, b) in enumerate(pairs):
+        first[k, a] = second[k, b] = 1.0
+    return first, second
+
+
+def convert_svc(scope, operator, container):
+    """SVC: decision values of LIBSVM's pairs, then the vote (svm.SVC.predict), the scores
+    (svm.SVC.decision_function) and Platt's probabilities (two classes)."""
+    model = operator.raw_operator
+    g = _Graph(scope, operator, container)
+    dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))  # (n, n_pairs), > 0: first class
+    n_classes = len(model.classes_)
+    if n_classes == 2:
+        index = _sign_index(g, g.op("LessOrEqual", dec, g.const(0.0)))  # dec <= 0: classes_[1]
+        scores = g.op("Concat", dec, g.op("Neg", dec), axis=1)  # [-f, f], f = -dec
+    else:
+        first, second = _pair_matrices(n_classes)
+
+        def votes(first_wins):  # votes[:, c] = pairs won by c
+            p = g.to_float(first_wins)
+            return g.op("Add", g.op("MatMul", p, g.const(first)),
+                        g.op("MatMul", g.op("Sub", g.const(1.0), p), g.const(second)))
+
+        # scikit-learn's _ovr_decision_function: a zero vote goes to the first class, plus the
+        # confidence s / (3 (|s| + 1)), s = sum of the pairs' values signed for each class
+        conf = g.op("MatMul", dec, g.const(first - second))
+        ovr = g.op("Add", votes(g.op("GreaterOrEqual", dec, g.const(0.0))),
+                   g.op("Div", conf, g.op("Mul", g.op("Add", g.op("Abs", conf), g.const(1.0)), g.const(3.0))))
+        if model.break_ties and model.decision_function_shape == "ovr":
+            index = _argmax(g, ovr)
+        else:  # LIBSVM's vote: > 0 for the first class, ties to the first class (ArgMax's first index)
+            index = _argmax(g, votes(g.op("Greater", dec, g.const(0.0))))
+        scores = ovr if model.decision_function_shape == "ovr" else dec
+    _emit_label(g, operator, index)
+    if _svc_has_proba(model) and not _raw_scores(g, operator):
+        if n_classes != 2:
+            raise ValueError("ONNX export of SVC(probability=True) with more than two classes is not supported "
+                             "(pairwise coupling solves a linear system per sample); pass raw_scores=True to "
+                             "export the decision scores")
+        z = g.op("Add", g.op("Mul", dec, g.const(model._probA)), g.const(model._probB))
+        r = g.op("Div", g.const(1.0), g.op("Add", g.const(1.0), g.op("Exp", z)))
+        r = g.op("Clip", r, g.const(_SVC_PLATT_MIN_PROB), g.const(1.0 - _SVC_PLATT_MIN_PROB))
+        scores = g.op("Concat", r, g.op("Sub", g.const(1.0), r), axis=1)
+    _emit_scores(g, operator, scores, n_classes)
+
+
+def convert_svr(scope, operator, container):
+    """SVR: f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b, shape (n, 1)."""
+    g = _Graph(scope, operator, container)
+    dec = _decision(g, operator.inputs[0].full_name, model_expansion(operator.raw_operator))
+    g.op("Identity", dec, out=operator.outputs[0].full_name)
+
+
+def convert_klr(scope, operator, container):
+    """(Sparse) kernel logistic regression: P(y | x) = 1 / (1 + exp(-y f(x))) (S-KLR eq. 3),
+    one-vs-rest probabilities normalised to 1, the label their argmax (klr._BaseKLR)."""
+    model = operator.raw_operator
+    g = _Graph(scope, operator, container)
+    dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))
+    n_classes = len(model.classes_)
+    p = _expit(g, dec)
+    if n_classes == 2:
+        proba = g.op("Concat", g.op("Sub", g.const(1.0), p), p, axis=1)
+    else:
+        proba = g.op("Div", p, g.op("ReduceSum", p, g.axes(1), keepdims=1))
+    _emit_label(g, operator, _argmax(g, proba))
+    if _raw_scores(g, operator):
+        proba = _two_class_scores(g, dec) if n_classes == 2 else dec
+    _emit_scores(g, operator, proba, n_classes)
+
+
+def convert_expansion_classifier(scope, operator, container):
+    """NSSVC, SLMC, SparseKFD and the reduced-set baselines: sgn(f) for two classes (0 goes to
+    classes_[0]), the largest one-vs-rest score otherwise; the scores are the decision values."""
+    model = operator.raw_operator
+    g = _Graph(scope, operator, container)
+    dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))
+    n_classes = len(model.classes_)
+    if n_classes == 2:
+        index, scores = _sign_index(g, g.op("Greater", dec, g.const(0.0))), _two_class_scores(g, dec)
+    else:
+        index, scores = _argmax(g, dec), dec
+    _emit_label(g, operator, index)
+    _emit_scores(g, operator, scores, n_classes)
+
+
+# ---------------------------------------------------------------------- shapes and registration
+def _svc_has_proba(model):
+    return getattr(model, "_probA", np.empty(0)).size > 0
+
+
+def _n_score_columns(model):
+    n_classes = len(model.classes_)
+    if isinstance(model, SVC) and n_classes > 2 and model.decision_function_shape == "ovo":
+        return n_classes * (n_classes - 1) // 2
+    return n_classes
+
+
+def _label_encoding(classes):
+    """(constant of the labels, skl2onnx tensor type of the label output)."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "biu":
+        return classes.astype(np.int64), Int64TensorType
+    if classes.dtype.kind == "f":
+        if np.all(np.isfinite(classes)) and np.all(classes == np.round(classes)):
+            return classes.astype(np.int64), Int64TensorType
+        return classes.astype(np.float64), DoubleTensorType
+    return classes.astype(str), StringTensorType
+
+
+def _float_type(operator):
+    return FloatTensorType if isinstance(operator.inputs[0].type, FloatTensorType) else DoubleTensorType
+
+
+def _check_io(operator, n_outputs):
+    if len(operator.inputs) != 1 or len(operator.outputs) != n_outputs:
+        raise RuntimeError(f"{type(operator.raw_operator).__name__} takes one input and gives {n_outputs} output(s)")
+    if not isinstance(operator.inputs[0].type, (DoubleTensorType, FloatTensorType)):
+        raise ValueError(f"sparsekernel's ONNX converters take a float64 or float32 tensor, got "
+                         f"{type(operator.inputs[0].type).__name__}")
+
+
+def shape_classifier(operator):
+    """label (n,) and scores / probabilities (n, columns) in the input's float type."""
+    _check_io(operator, 2)
+    model = operator.raw_operator
+    n = operator.inputs[0].get_first_dimension()
+    operator.outputs[0].type = _label_encoding(_classes(operator.scope_inst, model))[1](shape=[n])
+    operator.outputs[1].type = _float_type(operator)(shape=[n, _n_score_columns(model)])
+
+
+def shape_regressor(operator):
+    """variable (n, 1) in the input's float type."""
+    _check_io(operator, 1)
+    operator.outputs[0].type = _float_type(operator)(shape=[operator.inputs[0].get_first_dimension(), 1])
+
+
+_EXPANSION_CLASSIFIERS = (NSSVC, SLMC, SparseKFD, ReducedSetClassifier, ReducedSVM)
+_CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True], "output_class_labels": [False, True],
+                       "raw_scores": [False, True]}
+_REGISTRY = [
+    (SVC, shape_classifier, convert_svc),
+    (SVR, shape_regressor, convert_svr),
+    (KernelLogisticRegression, shape_classifier, convert_klr),
+    (SparseKernelLogisticRegression, shape_classifier, convert_klr),
+    *[(cls, shape_classifier, convert_expansion_classifier) for cls in _EXPANSION_CLASSIFIERS],
+]
+_registered = False
+
+
+def register_converters():
+    """Register a shape calculator and a converter for every sparsekernel estimator with skl2onnx
+    (``skl2onnx.update_registered_converter``, aliases ``Sparsekernel<Class>``), so that
+    ``skl2onnx.to_onnx`` / ``convert_sklearn`` convert them, alone or inside a pipeline.
+    Idempotent; done when this module is imported."""
+    global _registered
+    if _registered:
+        return
+    for cls, shape_fn, convert_fn in _REGISTRY:
+        options = None if shape_fn is shape_regressor else _CLASSIFIER_OPTIONS
+        update_registered_converter(cls, f"Sparsekernel{cls.__name__}", shape_fn, convert_fn, options=options)
+    _registered = True
+
+
+def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
+    """Convert a fitted sparsekernel estimator to ONNX.
+
+    Parameters
+    ----------
+    model : SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC,
+        SparseKFD, ReducedSetClassifier or ReducedSVM
+        Fitted, with a kernel in ('linear', 'poly', 'rbf', 'sigmoid', 'laplacian').
+    X : array-like of shape (n_samples, n_features) or int
+        A sample of the input (only its number of columns is used) or the number of features.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Type of the input tensor ``X`` and of every computation and float output. float64
+        reproduces the library's predictions to rounding (about 1e-15 relative); float32 is
+        smaller and faster, to about 1e-6.
+    raw_scores : bool, default=False
+        Classifiers with probabilities (KLR, SVC with probability=True): output the decision
+        scores instead of ``predict_proba``.
+    target_opset : int or None, default=None
+        ONNX opset (>= 13); None lets skl2onnx choose its latest tested one.
+
+    Returns
+    -------
+    onnx.ModelProto
+        Input ``X`` (n, n_features). Classifiers: outputs ``label`` (n,) and ``probabilities``
+        (n, n_classes) (see the module's docstring for the scores); SVR: ``variable`` (n, 1).
+
+    Raises
+    ------
+    ValueError
+        For a kernel without an ONNX formula ('precomputed', a callable), a wrong number of
+        features or a dtype other than float64 / float32.
+    TypeError
+        For a model that is not a sparsekernel estimator with a converter.
+
+    Examples
+    --------
+    >>> import onnxruntime as ort                                   # doctest: +SKIP
+    >>> onx = to_onnx(SVC().fit(X, y), X)                            # doctest: +SKIP
+    >>> sess = ort.InferenceSession(onx.SerializeToString())         # doctest: +SKIP
+    >>> label, scores = sess.run(None, {"X": X})                     # doctest: +SKIP
+    """
+    register_converters()
+    if not any(type(model) is cls for cls, _, _ in _REGISTRY):
+        raise TypeError(f"no sparsekernel ONNX converter for {type(model).__name__}; supported: "
+                        f"{', '.join(cls.__name__ for cls, _, _ in _REGISTRY)}")
+    model_expansion(model)  # fitted, with a kernel the graph can compute
+    n_features = int(X) if isinstance(X, numbers.Integral) else int(X.shape[1] if hasattr(X, "shape")
+                                                                    else np.asarray(X).shape[1])
+    if n_features != model.n_features_in_:
+        raise ValueError(f"X has {n_features} features, but {type(model).__name__} was fitted with "
+                         f"{model.n_features_in_}")
+    tensor_types = {np.dtype(np.float64): DoubleTensorType, np.dtype(np.float32): FloatTensorType}
+    if np.dtype(dtype) not in tensor_types:
+        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
+    options = None
+    if shape_classifier in {s for cls, s, _ in _REGISTRY if type(model) is cls}:
+        options = {id(model): {"zipmap": False, "raw_scores": bool(raw_scores)}}
+    return convert_sklearn(model, initial_types=[("X", tensor_types[np.dtype(dtype)]([None, n_features]))],
+                           options=options, target_opset=target_opset)
+
+
+register_converters()

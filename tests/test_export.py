@@ -1,0 +1,322 @@
+"""ONNX and skops export (sparsekernel.export): onnxruntime's outputs against the library's
+predictions, skops round trips, and the errors for what cannot be exported."""
+
+import importlib
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import sparsekernel
+from sparsekernel import (
+    NSSVC,
+    SLMC,
+    SVC,
+    SVR,
+    KernelLogisticRegression,
+    SparseKernelLogisticRegression,
+    SparseKFD,
+)
+from sparsekernel.slmc import ReducedSVM
+
+pytest.importorskip("skl2onnx")
+ort = pytest.importorskip("onnxruntime")
+skops_io = pytest.importorskip("skops.io")
+
+from sparsekernel.export import load_skops, save_skops, to_onnx, trusted_types  # noqa: E402
+
+KERNELS = ["rbf", "linear", "poly", "sigmoid", "laplacian"]
+# kernel parameters that keep every kernel well away from saturation on standardised data
+KERNEL_PARAMS = {"rbf": {"gamma": 0.3}, "linear": {}, "poly": {"gamma": 0.3, "coef0": 1.0, "degree": 3},
+                 "sigmoid": {"gamma": 0.05, "coef0": 0.1}, "laplacian": {"gamma": 0.2}}
+
+
+def _data(n_classes, n=90, d=4, seed=0):
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=d, n_redundant=0, n_classes=n_classes,
+                               n_clusters_per_class=1, class_sep=1.0, random_state=seed)
+    X = StandardScaler().fit_transform(X)
+    X_new = np.random.RandomState(seed + 1).normal(scale=1.5, size=(40, d))  # beyond the training range too
+    return X, y, np.vstack([X, X_new])
+
+
+def _quiet(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", FutureWarning)  # SVC(probability=...)
+        return model.fit(X, y)
+
+
+def _run(onx, X, dtype=np.float64):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(onx.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"X": np.ascontiguousarray(X, dtype=dtype)})
+
+
+def _assert_close64(got, want, tol=(1e-9, 1e-12)):
+    """Equal to tol[0] relative; the absolute floor tol[1] times the largest value covers entries
+    that are sums cancelling to ~0 (their rounding is relative to the terms, not to the sum)."""
+    want = np.asarray(want, dtype=np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=tol[0], atol=tol[1] * max(1.0, float(np.abs(want).max())))
+
+
+# The library's laplacian prediction runs the C++ kernel rows, whose exp is the training-grade
+# polynomial (simd.hpp exp_nonpositive<8>, ~1e-9 relative); the graph's Exp is exact, so the graph is
+# compared with the library to 1e-8 there (its absolute floor 1e-8 of the largest value: a decision
+# value is a sum of terms each off by 1e-9) and with the exact expansion to 1e-12 in
+# test_laplacian_graph_is_exact.
+TOL = {"laplacian": (1e-8, 1e-8)}
+
+
+def _two_columns(dec):
+    return np.column_stack([-dec, dec]) if dec.ndim == 1 else dec
+
+
+# models and what the ONNX "probabilities" output must equal
+CLASSIFIERS = {
+    "svc": (lambda kw: SVC(C=2.0, **kw), "decision_function"),
+    "klr": (lambda kw: KernelLogisticRegression(C=2.0, **kw), "predict_proba"),
+    "sklr": (lambda kw: SparseKernelLogisticRegression(C=2.0, lam=0.3, **kw), "predict_proba"),
+    "nssvc": (lambda kw: NSSVC(s=30, random_state=0, **kw), "decision_function"),
+    "slmc": (lambda kw: SLMC(n_expansion=5, max_iter=10, random_state=0, **kw), "decision_function"),
+    "skfd": (lambda kw: SparseKFD(n_expansion=5, max_iter=10, random_state=0, **kw), "decision_function"),
+}
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("name", list(CLASSIFIERS))
+def test_classifier_float64_equals_library(name, kernel, n_classes):
+    make, scores_of = CLASSIFIERS[name]
+    if name in ("slmc", "skfd") and kernel == "sigmoid":
+        pytest.skip("SLMC / SparseKFD need a positive definite kernel (the sigmoid kernel is not)")
+    X, y, Xt = _data(n_classes)
+    model = _quiet(make({"kernel": kernel, **KERNEL_PARAMS[kernel]}), X, y)
+    label, scores = _run(to_onnx(model, X), Xt)
+    want_labels = model.predict(Xt)
+    np.testing.assert_array_equal(label, want_labels)
+    assert label.dtype == np.int64
+    want = getattr(model, scores_of)(Xt)
+    _assert_close64(scores, _two_columns(want) if scores_of == "decision_function" else want,
+                    TOL.get(kernel, (1e-9, 1e-12)))
+    assert len(np.unique(want_labels)) == n_classes  # a model that predicts every class
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_svr_float64_equals_library(kernel):
+    X, y = make_regression(n_samples=80, n_features=3, noise=5.0, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    model = SVR(C=10.0, epsilon=1.0, kernel=kernel, **KERNEL_PARAMS[kernel]).fit(X, y)
+    (out,) = _run(to_onnx(model, 3), X)
+    assert out.shape == (len(X), 1)
+    _assert_close64(out[:, 0], model.predict(X), TOL.get(kernel, (1e-9, 1e-12)))
+
+
+def test_laplacian_graph_is_exact():
+    from sklearn.metrics.pairwise import laplacian_kernel
+
+    X, y, Xt = _data(2)
+    model = SVC(kernel="laplacian", gamma=0.2).fit(X, y)
+    exact = laplacian_kernel(Xt, model.support_vectors_, gamma=0.2) @ model.dual_coef_[0] + model.intercept_[0]
+    _, scores = _run(to_onnx(model, X), Xt)
+    np.testing.assert_allclose(scores[:, 1], exact, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape, break_ties", [("ovr", False), ("ovo", False), ("ovr", True)])
+def test_svc_multiclass_vote_scores_and_ties(shape, break_ties):
+    """Four classes: LIBSVM's vote with its tie rule (many 2-2-1-1 ties at C small), the 'ovo' values
+    and break_ties."""
+    X, y, Xt = _data(4, n=120)
+    model = SVC(C=0.05, kernel="rbf", gamma=0.5, decision_function_shape=shape, break_ties=break_ties).fit(X, y)
+    label, scores = _run(to_onnx(model, X), Xt)
+    np.testing.assert_array_equal(label, model.predict(Xt))
+    _assert_close64(scores, model.decision_function(Xt))
+    assert scores.shape[1] == (6 if shape == "ovo" else 4)
+    if not break_ties:  # the tie rule is exercised: some vote ties are resolved towards the first class
+        from sparsekernel.svm import _ovo_votes
+
+        votes = _ovo_votes(model._ovo_decision(Xt), 4)
+        assert np.any((votes == votes.max(axis=1, keepdims=True)).sum(axis=1) > 1)
+
+
+def test_svc_exact_zero_decision_goes_to_second_class():
+    """A point on the binary boundary (dec = 0 exactly): SVC predicts classes_[1], NSSVC-style
+    models classes_[0]; a symmetric linear problem puts x = 0 on it."""
+    X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+    y = np.array([0, 0, 1, 1])
+    model = SVC(kernel="linear", C=10.0).fit(X, y)
+    Xt = np.array([[0.0], [0.5], [-0.5]])
+    assert model.decision_function(Xt)[0] == 0.0
+    label, _ = _run(to_onnx(model, 1), Xt)
+    np.testing.assert_array_equal(label, model.predict(Xt))
+    assert label[0] == 1
+
+
+def test_svc_binary_probability():
+    X, y, Xt = _data(2)
+    model = _quiet(SVC(kernel="rbf", gamma=0.3, probability=True, random_state=0), X, y)
+    label, proba = _run(to_onnx(model, X), Xt)
+    np.testing.assert_array_equal(label, model.predict(Xt))
+    _assert_close64(proba, model.predict_proba(Xt))
+    _, scores = _run(to_onnx(model, X, raw_scores=True), Xt)
+    _assert_close64(scores, _two_columns(model.decision_function(Xt)))
+
+
+def test_svc_multiclass_probability_is_refused_unless_raw_scores():
+    X, y, Xt = _data(3)
+    model = _quiet(SVC(kernel="rbf", probability=True, random_state=0), X, y)
+    with pytest.raises(ValueError, match="raw_scores"):
+        to_onnx(model, X)
+    _, scores = _run(to_onnx(model, X, raw_scores=True), Xt)
+    _assert_close64(scores, model.decision_function(Xt))
+
+
+def test_klr_raw_scores():
+    X, y, Xt = _data(2)
+    model = KernelLogisticRegression(gamma=0.3).fit(X, y)
+    _, scores = _run(to_onnx(model, X, raw_scores=True), Xt)
+    _assert_close64(scores, _two_columns(model.decision_function(Xt)))
+
+
+def test_reduced_svm_and_sparse_fit():
+    """A baseline of the SLMC module, and an SVC fitted on CSR data (sparse support vectors)."""
+    X, y, Xt = _data(2)
+    model = _quiet(ReducedSVM(n_expansion=6, gamma=0.3, random_state=0), X, y)
+    label, scores = _run(to_onnx(model, X), Xt)
+    np.testing.assert_array_equal(label, model.predict(Xt))
+    _assert_close64(scores, _two_columns(model.decision_function(Xt)))
+    svc = SVC(gamma=0.3).fit(sp.csr_matrix(X), y)
+    label, scores = _run(to_onnx(svc, X), Xt)
+    np.testing.assert_array_equal(label, svc.predict(Xt))
+    _assert_close64(scores, _two_columns(svc.decision_function(Xt)))
+
+
+def test_string_and_float_labels():
+    X, y, Xt = _data(3)
+    names = np.array(["bird", "cat", "dog"])[y]
+    model = SVC(gamma=0.3).fit(X, names)
+    label, _ = _run(to_onnx(model, X), Xt)
+    np.testing.assert_array_equal(label, model.predict(Xt))
+    model = NSSVC(s=30, random_state=0).fit(X, y.astype(np.float64) * 2.0)  # float labels 0.0, 2.0, 4.0
+    label, _ = _run(to_onnx(model, X), Xt)
+    assert label.dtype == np.int64
+    np.testing.assert_array_equal(label, model.predict(Xt))
+
+
+@pytest.mark.parametrize("name", ["svc", "klr", "nssvc", "slmc"])
+def test_float32_is_close(name):
+    make, scores_of = CLASSIFIERS[name]
+    X, y, Xt = _data(3)
+    model = _quiet(make({"kernel": "rbf", "gamma": 0.3}), X, y)
+    onx = to_onnx(model, X, dtype=np.float32)
+    label, scores = _run(onx, Xt, dtype=np.float32)
+    assert scores.dtype == np.float32
+    want = getattr(model, scores_of)(Xt)
+    np.testing.assert_allclose(scores, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())))
+    assert np.mean(label == model.predict(Xt)) >= 0.97
+
+
+def test_pipeline_through_skl2onnx_registry():
+    """skl2onnx converts a pipeline holding a sparsekernel model through the registered converter."""
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    import sparsekernel.export.onnx  # noqa: F401 - registers the converters
+
+    X, y, Xt = _data(2)
+    X = X * 10.0 + 3.0
+    Xt = Xt * 10.0 + 3.0
+    pipe = make_pipeline(StandardScaler(), KernelLogisticRegression(gamma=0.3)).fit(X, y)
+    onx = skl_to_onnx(pipe, X[:1], options={KernelLogisticRegression: {"zipmap": False}})
+    label, proba = _run(onx, Xt)
+    np.testing.assert_array_equal(label, pipe.predict(Xt))
+    np.testing.assert_allclose(proba, pipe.predict_proba(Xt), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- errors
+def test_unsupported_kernels_and_models_raise():
+    X, y, _ = _data(2)
+    K = X @ X.T
+    with pytest.raises(ValueError, match="precomputed"):
+        to_onnx(SVC(kernel="precomputed").fit(K, y), len(X))
+    with pytest.raises(ValueError, match="callable"):
+        to_onnx(SVC(kernel=lambda A, B: A @ B.T).fit(X, y), X)
+    with pytest.raises(ValueError, match="features"):
+        to_onnx(SVC().fit(X, y), 7)
+    with pytest.raises(ValueError, match="dtype"):
+        to_onnx(SVC().fit(X, y), X, dtype=np.int64)
+    from sklearn.svm import SVC as SkSVC
+
+    with pytest.raises(TypeError, match="no sparsekernel ONNX converter"):
+        to_onnx(SkSVC().fit(X, y), X)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        to_onnx(SVC(), X)
+
+
+def test_missing_extra_gives_one_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "skl2onnx", None)  # "import skl2onnx" now raises ImportError
+    monkeypatch.delitem(sys.modules, "sparsekernel.export.onnx", raising=False)
+    X, y, _ = _data(2)
+    model = SVC().fit(X, y)  # the core works without the extra
+    with pytest.raises(ImportError, match=r"sparsekernel\[export\]"):
+        to_onnx(model, X)
+    monkeypatch.setitem(sys.modules, "skops", None)
+    monkeypatch.setitem(sys.modules, "skops.io", None)
+    with pytest.raises(ImportError, match="skops.*export"):
+        save_skops(model, "unused.skops")
+    assert "sparsekernel.svm.SVC" in trusted_types()  # needs no extra
+    assert importlib.import_module("sparsekernel") is sparsekernel
+
+
+# ---------------------------------------------------------------------- skops
+SKOPS_MODELS = {
+    "svc": lambda: SVC(gamma=0.3),
+    "svc_csr": lambda: SVC(kernel="poly", gamma=0.3, coef0=1.0),
+    "svr": lambda: SVR(),
+    "klr": lambda: KernelLogisticRegression(gamma=0.3),
+    "sklr": lambda: SparseKernelLogisticRegression(lam=0.3, gamma=0.3),
+    "nssvc": lambda: NSSVC(s=30, random_state=0),
+    "nssvc_rbf": lambda: NSSVC(kernel="rbf", s=30, random_state=0),
+    "slmc": lambda: SLMC(n_expansion=4, max_iter=5, random_state=0),
+    "skfd": lambda: SparseKFD(n_expansion=4, max_iter=5, random_state=0),
+}
+
+
+@pytest.mark.parametrize("name", list(SKOPS_MODELS))
+def test_skops_round_trip(name, tmp_path):
+    X, y, Xt = _data(3)
+    if name == "svr":
+        y = X[:, 0] + 0.1 * y
+    if name == "svc_csr":
+        X = sp.csr_matrix(X)
+    model = _quiet(SKOPS_MODELS[name](), X, y)
+    path = tmp_path / "model.skops"
+    save_skops(model, path)
+    untrusted = skops_io.get_untrusted_types(file=path)
+    assert set(untrusted) <= set(trusted_types()), untrusted
+    loaded = load_skops(path)
+    assert type(loaded) is type(model)
+    if hasattr(model, "_sv_core"):  # the C++ view was dropped on save and rebuilt by __setstate__
+        assert loaded._sv_core is not None and loaded._sv_core is not model._sv_core
+    np.testing.assert_array_equal(loaded.predict(Xt), model.predict(Xt))
+    method = "predict" if name == "svr" else "decision_function"
+    np.testing.assert_array_equal(getattr(loaded, method)(Xt), getattr(model, method)(Xt))
+    with pytest.raises(Exception, match="[Uu]ntrusted"):
+        skops_io.load(path)  # nothing of the library is trusted by default
+
+
+def test_skops_pipeline_needs_only_the_library_types(tmp_path):
+    X, y, Xt = _data(2)
+    pipe = make_pipeline(StandardScaler(), SVC(gamma=0.3)).fit(X, y)
+    path = tmp_path / "pipe.skops"
+    save_skops(pipe, path)
+    loaded = load_skops(path)
+    np.testing.assert_array_equal(loaded.decision_function(Xt), pipe.decision_function(Xt))
