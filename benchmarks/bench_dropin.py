@@ -4,7 +4,9 @@ sets, ties included.
 
 Two revisions of sparsekernel cannot share one process, so each runs in a worker subprocess that
 keeps its data loaded; the fits alternate between the workers (A, B, A, B, ...) so that both see
-the same machine load. The baseline is an installed copy of the earlier revision:
+the same machine load, and a worker rests 0.5 s after its predict so that its spinning BLAS / OpenMP
+threads do not slow the other worker's fit (measured: without the rest, the revision that ran after
+an OpenBLAS predict looked 20-60 % slower on usps). The baseline is an installed copy of the earlier revision:
 
     git worktree add /tmp/sk-base <rev> && pip install --target /tmp/sk-base-site /tmp/sk-base
     python benchmarks/bench_dropin.py --baseline /tmp/sk-base-site --baseline-rev <rev>
@@ -58,6 +60,9 @@ for line in sys.stdin:
         model.fit(Xtr, ytr)
         t = time.perf_counter() - t0
         pred = model.predict(Xte)
+        # the BLAS and OpenMP threads of a process spin for a while after a parallel call (OpenBLAS
+        # about 0.1 s): let them go idle before the other revision's process times its fit
+        time.sleep(0.5)
         out = {"t": t, "n_iter": int(np.sum(model.n_iter_)), "n_sv": int(len(model.support_)),
                "pred": "".join("1" if p > 0 else "0" for p in pred)}
     else:  # the per-fit overhead of small problems

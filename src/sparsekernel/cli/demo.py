@@ -7,7 +7,7 @@ NSSVC on the NSSVM paper's Example 4.1 (a million samples) next to LinearSVC and
 LogisticRegression, and the sparse large margin classifier SLMC (learned expansion vectors, 10 % of
 the SVM's support vectors) next to the full SVC; printed as tables.
 
-    python -m sparsekernel            # or: sparsekernel-demo
+    sparsekernel demo            # or: sparsekernel-demo
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC as SklearnSVC, LinearSVC
 
-from .datasets import make_nssvm_gaussians
+from ..datasets import make_nssvm_gaussians
 
-from .klr import SparseKernelLogisticRegression
-from .model_selection import PathSearchCV
-from .nssvm import NSSVC
-from .slmc import SLMC
-from .svm import SVC
+from ..klr import SparseKernelLogisticRegression
+from ..model_selection import PathSearchCV
+from ..nssvm import NSSVC
+from ..slmc import SLMC
+from ..svm import SVC
 
 
 def _datasets(n_synthetic):

@@ -1,0 +1,136 @@
+"""The ``sparsekernel`` command: fit a model from a data file, save it, predict, compare models,
+list the built-in data sets, and run the demo tables.
+
+    sparsekernel compare breast_cancer
+    sparsekernel fit sklr train.csv -o model.skm --C 10
+    sparsekernel predict model.skm test.csv --proba -o proba.csv
+    sparsekernel info model.skm
+
+Any failure (a bad file, a missing label column, a non-numeric cell, a model file of another
+format version, an unknown model) is one line on stderr and a non-zero exit status: 1 for errors,
+2 for command-line usage, 130 when interrupted. Set SPARSEKERNEL_DEBUG=1 for the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import click
+from rich.table import Table
+
+from ._common import MODELS, out
+from .compare import compare
+from .model import fit, info, predict
+
+__all__ = ["app", "main"]
+
+_EPILOG = """\b
+Examples:
+  sparsekernel compare breast_cancer
+  sparsekernel compare train.csv --test test.csv --models svc,sklr --plot frontier.png
+  sparsekernel fit sklr train.csv -o model.skm --C 10 --gamma 0.1
+  sparsekernel predict model.skm test.csv --proba -o proba.csv
+  sparsekernel info model.skm
+
+\b
+Models:
+""" + "\n".join(f"  {name:<6} {text}" for name, (_, text) in MODELS.items()) + """
+
+Data: a CSV file (--label-column, default the last column), an svmlight/libsvm file (.gz too),
+an .npz file with arrays X and y, or a built-in name (sparsekernel datasets)."""
+
+
+def _version():
+    from .. import __version__
+
+    return __version__
+
+
+@click.group(invoke_without_command=True, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=_version(), prog_name="sparsekernel")
+@click.pass_context
+def app(ctx):
+    """Fast kernel machines from the command line: fit, save, predict and compare."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@app.command()
+def datasets():
+    """List the built-in data sets (no download)."""
+    from ..datasets import list_datasets
+
+    table = Table(title="built-in data sets (name:N picks another size of the synthetic ones)")
+    for column in ("name", "task", "samples", "features", "classes", "description"):
+        table.add_column(column, justify="right" if column in ("samples", "features", "classes") else "left")
+    for d in list_datasets():
+        table.add_row(d["name"], d["task"], str(d["n_samples"]), str(d["n_features"]),
+                      "-" if d["n_classes"] is None else str(d["n_classes"]), d["description"])
+    out.print(table)
+
+
+@app.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+             add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def demo(args):
+    """The demo tables (SVC, S-KLR, grid search, NSSVC, SLMC against scikit-learn); options as
+    sparsekernel-demo (--C, --n-synthetic, --n-nssvm; --help)."""
+    from .demo import main as demo_main
+
+    return demo_main(list(args))
+
+
+app.add_command(fit)
+app.add_command(predict)
+app.add_command(info)
+app.add_command(compare)
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def _message(exc):
+    if isinstance(exc, click.UsageError):
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        return exc.format_message() + hint
+    if isinstance(exc, click.ClickException):
+        return exc.format_message()
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    if isinstance(exc, (ValueError, OSError, TypeError, MemoryError)):
+        return str(exc) or type(exc).__name__
+    return f"internal error ({type(exc).__name__}: {exc})"
+
+
+def _print_warnings(caught):
+    seen = set()
+    for w in caught:
+        text = _one_line(f"{w.category.__name__}: {w.message}")
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"sparsekernel: warning: {text}", err=True)
+
+
+def main(argv=None):
+    """Run the command line (``argv`` defaults to ``sys.argv[1:]``) and return the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = bool(os.environ.get("SPARSEKERNEL_DEBUG"))
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            status = app.main(args=argv, prog_name="sparsekernel", standalone_mode=False)
+        except KeyboardInterrupt:
+            click.echo("sparsekernel: interrupted", err=True)
+            return 130
+        except click.exceptions.Abort:
+            click.echo("sparsekernel: aborted", err=True)
+            return 130
+        except Exception as exc:  # one line, never a traceback (unless asked for)
+            if debug:
+                raise
+            click.echo(f"sparsekernel: error: {_one_line(_message(exc))}", err=True)
+            return exc.exit_code if isinstance(exc, click.ClickException) else 1
+    _print_warnings(caught)
+    return status if isinstance(status, int) else 0

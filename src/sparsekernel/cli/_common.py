@@ -1,0 +1,187 @@
+"""What the commands share: the model names, the model options, data loading, progress and output."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import time
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ..datasets import load_data
+from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from ..nssvm import NSSVC
+from ..slmc import SLMC, SparseKFD
+from ..svm import SVC, SVR
+
+# results (tables, summaries) on stdout, progress on stderr; piped output is not cut at 80 columns
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False)
+
+# command-line name -> (estimator class, one-line description)
+MODELS = {
+    "svc": (SVC, "C-support vector classifier (one-vs-one)"),
+    "svr": (SVR, "epsilon-support vector regression"),
+    "klr": (KernelLogisticRegression, "kernel logistic regression (probabilities from the fit)"),
+    "sklr": (SparseKernelLogisticRegression, "sparse kernel logistic regression"),
+    "nssvc": (NSSVC, "Newton sparse SVM: at most s support vectors"),
+    "slmc": (SLMC, "sparse large margin classifier: learned expansion vectors"),
+    "skfd": (SparseKFD, "sparse kernel Fisher discriminant: learned expansion vectors"),
+}
+CLASSIFIERS = [name for name, (cls, _) in MODELS.items() if cls is not SVR]
+
+
+class CliError(click.ClickException):
+    """An error reported as one line on stderr, exit status 1."""
+
+
+def model_class(name):
+    """The estimator class of a command-line model name (CliError for an unknown one)."""
+    if name not in MODELS:
+        raise CliError(f"unknown model {name!r} (choose from {', '.join(MODELS)})")
+    return MODELS[name][0]
+
+
+# ---------------------------------------------------------------------- option types
+class NumberOr(click.ParamType):
+    """A number (an int when written as one, if ints are allowed) or one of a few keywords."""
+
+    name = "number"
+
+    def __init__(self, *words, integer=False):
+        self.words, self.integer = words, integer
+        self.name = "|".join(words + ("INT|FLOAT" if integer else "FLOAT",))
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or value in self.words:
+            return value
+        try:
+            return int(value) if self.integer and re.fullmatch(r"[-+]?\d+", value.strip()) else float(value)
+        except ValueError:
+            choices = " or ".join([*map(repr, self.words), "a number"])
+            self.fail(f"{value!r} is not {choices}", param, ctx)
+
+
+def parse_value(text):
+    """A ``-p NAME=VALUE`` value: true/false/none, an int, a float, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+# (option flags, estimator parameter, click type, help)
+_MODEL_OPTIONS = [
+    (("--C",), "C", float, "Regularisation C."),
+    (("--kernel",), "kernel", click.Choice(["linear", "poly", "rbf", "sigmoid", "laplacian"]), "Kernel."),
+    (("--gamma",), "gamma", NumberOr("scale", "auto"), "Kernel gamma: 'scale', 'auto' or a number."),
+    (("--degree",), "degree", int, "Degree of the poly kernel."),
+    (("--coef0",), "coef0", float, "coef0 of the poly and sigmoid kernels."),
+    (("--lam",), "lam", NumberOr("auto"), "Sparsity coefficient of sklr ('auto' = C / 10)."),
+    (("--s",), "s", NumberOr("auto", integer=True), "nssvc: support vectors (int) or a fraction of the samples."),
+    (("--n-expansion",), "n_expansion", NumberOr(integer=True),
+     "slmc, skfd: expansion vectors (int) or a fraction of the SVM's support vectors."),
+    (("--epsilon",), "epsilon", float, "svr: width of the insensitive tube."),
+    (("--tol",), "tol", float, "Stopping tolerance."),
+    (("--max-iter",), "max_iter", int, "Iteration cap."),
+    (("--n-jobs",), "n_jobs", int, "Threads (default: all cores)."),
+]
+
+
+def model_options(fn):
+    """Add the estimator options, ``-p NAME=VALUE`` and ``--seed`` to a command (options not given
+    are None; :func:`split_model_params` collects them)."""
+    fn = click.option("--seed", type=int, default=0, show_default=True,
+                      help="random_state of the estimators that have one, and of data splits.")(fn)
+    fn = click.option("-p", "--param", "extra", multiple=True, metavar="NAME=VALUE",
+                      help="Any other estimator parameter (repeatable), e.g. -p class_weight=balanced.")(fn)
+    for flags, param, kind, text in reversed(_MODEL_OPTIONS):
+        fn = click.option(*flags, param, type=kind, default=None, help=text)(fn)
+    return fn
+
+
+def split_model_params(kwargs):
+    """Pop the model options out of a command's keyword arguments: (params given, seed)."""
+    params = {}
+    for _, param, _, _ in _MODEL_OPTIONS:
+        value = kwargs.pop(param, None)
+        if value is not None:
+            params[param] = value
+    for item in kwargs.pop("extra", ()):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="'-p'")
+        params[name.strip()] = parse_value(value)
+    return params, kwargs.pop("seed")
+
+
+def flag_of(param):
+    """The command-line spelling of an estimator parameter."""
+    for flags, name, _, _ in _MODEL_OPTIONS:
+        if name == param:
+            return flags[0]
+    return f"-p {param}=..."
+
+
+def build_model(name, params, seed, *, strict=True):
+    """An estimator for a command-line model name with the given parameters.
+
+    ``random_state`` is ``seed`` where the estimator has it (unless given). With ``strict`` a
+    parameter the estimator does not have is a CliError; otherwise it is left out for this model.
+    """
+    cls = model_class(name)
+    known = cls().get_params(deep=False)
+    unknown = [p for p in params if p not in known]
+    if strict and unknown:
+        raise CliError(f"{', '.join(map(flag_of, unknown))} does not apply to {name} ({cls.__name__})")
+    chosen = {k: v for k, v in params.items() if k in known}
+    if "random_state" in known and "random_state" not in chosen:
+        chosen["random_state"] = seed
+    return cls(**chosen)
+
+
+# ---------------------------------------------------------------------- data, progress, sizes
+def read_data(spec, label_column=None, n_features=None, *, need_labels=True):
+    """load_data for a command: (X, y, name); labels required unless ``need_labels`` is False."""
+    X, y, name = load_data(spec, label_column, n_features=n_features)
+    if need_labels and y is None:
+        raise CliError(f"{name} has no labels")
+    return X, y, name
+
+
+@contextlib.contextmanager
+def progress(description):
+    """A spinner with the elapsed time on stderr while the block runs (only on a terminal, so that
+    logs and error output stay clean). Yields a callable returning the seconds elapsed so far."""
+    t0 = time.perf_counter()
+    elapsed = lambda: time.perf_counter() - t0  # noqa: E731
+    if not err.is_terminal:
+        yield elapsed
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=True) as bar:
+        bar.add_task(description, total=None)
+        yield elapsed
+
+
+def n_expansion_vectors(model):
+    """The points a prediction evaluates the kernel at: expansion or support vectors."""
+    if hasattr(model, "expansion_vectors_"):
+        return int(model.expansion_vectors_.shape[0])
+    return int(len(model.support_))
+
+
+def describe_data(X, y, name):
+    shape = f"{X.shape[0]} samples x {X.shape[1]} features"
+    return f"{name}: {shape}" + ("" if y is None else f", {len(np.unique(y))} classes")

@@ -1,0 +1,133 @@
+"""``sparsekernel fit``, ``predict`` and ``info``: one model, its file, its predictions."""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+
+import click
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.model_selection import train_test_split
+
+from ..io import load_model, read_header, save_model
+from ._common import (CliError, build_model, describe_data, model_options, n_expansion_vectors, progress,
+                      read_data, split_model_params)
+
+_LABEL_HELP = "CSV: the label column, by header name or index (default: the last column)."
+
+
+def split(X, y, test_size, seed, classifier):
+    """train_test_split, stratified for a classifier when every class has two samples."""
+    stratify = None
+    if classifier:
+        _, counts = np.unique(y, return_counts=True)
+        stratify = y if counts.min() >= 2 else None
+    return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
+
+
+def _size(path):
+    n = os.path.getsize(path)
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB" if n < 1024**2 else f"{n / 1024**2:.1f} MB"
+
+
+def _print_key_values(rows):
+    """Aligned 'key  value' lines on stdout (plain text: no padding, no wrapping)."""
+    width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        click.echo(f"{key:<{width}}  {value}")
+
+
+def _kernel_text(model):
+    kernel = model.kernel
+    if kernel in ("rbf", "poly", "sigmoid", "laplacian"):
+        return f"{kernel}, gamma {model._gamma:.6g}" + ("" if isinstance(model.gamma, float) else f" ({model.gamma})")
+    return kernel
+
+
+@click.command()
+@click.argument("model_name", metavar="MODEL")
+@click.argument("data")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="The model file to write [default: MODEL.skm].")
+@click.option("--label-column", help=_LABEL_HELP)
+@click.option("--test-size", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0, show_default=True,
+              help="Hold out this fraction of DATA and report the score on it.")
+@model_options
+def fit(model_name, data, output, label_column, test_size, **options):
+    """Fit MODEL (svc, svr, klr, sklr, nssvc, slmc, skfd) on DATA and save it to a .skm file."""
+    params, seed = split_model_params(options)
+    model = build_model(model_name, params, seed)
+    X, y, name = read_data(data, label_column)
+    classifier = is_classifier(model)
+    Xtr, ytr, Xte, yte = X, y, None, None
+    if test_size > 0:
+        Xtr, Xte, ytr, yte = split(X, y, test_size, seed, classifier)
+    with progress(f"fitting {model_name} on {name} ({Xtr.shape[0]} samples)") as elapsed:
+        model.fit(Xtr, ytr)
+        seconds = elapsed()
+    output = output or f"{model_name}.skm"
+    save_model(model, output)
+    score = "accuracy" if classifier else "R^2"
+    n_xv = n_expansion_vectors(model)
+    rows = [("model", f"{model_name} ({type(model).__name__}), kernel {_kernel_text(model)}"),
+            ("data", describe_data(X, y if classifier else None, name)),
+            ("n_train", Xtr.shape[0]),
+            (f"training {score}", f"{model.score(Xtr, ytr):.4f}")]
+    if Xte is not None:
+        rows.append((f"test {score}", f"{model.score(Xte, yte):.4f} on {Xte.shape[0]} held-out samples"))
+    rows += [("model size", f"{n_xv} expansion vectors ({100.0 * n_xv / Xtr.shape[0]:.1f} % of n_train)"),
+             ("model file", f"{output} ({_size(output)})"),
+             ("fit time", f"{seconds:.3f} s")]
+    _print_key_values(rows)
+
+
+@click.command()
+@click.argument("model_file", metavar="MODEL.skm")
+@click.argument("data")
+@click.option("--proba", is_flag=True, help="Class probabilities (a header row of class names) instead of labels.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="CSV file to write [default: stdout].")
+@click.option("--label-column", help=_LABEL_HELP + " A CSV with exactly the model's number of features "
+                                                   "has no label column.")
+def predict(model_file, data, proba, output, label_column):
+    """Predict DATA with a saved model: one label per line, or probabilities with --proba."""
+    model = load_model(model_file)
+    if proba and not hasattr(model, "predict_proba"):
+        raise CliError(f"{type(model).__name__} models have no probabilities (klr and sklr have; "
+                       "svc only when fitted with -p probability=true)")
+    X, y, name = read_data(data, label_column, n_features=model.n_features_in_, need_labels=False)
+    if proba:
+        rows = [[str(c) for c in model.classes_.tolist()]] + model.predict_proba(X).tolist()
+    else:
+        labels = model.predict(X)
+        rows = [[v] for v in labels.tolist()]
+        if y is not None and is_classifier(model):
+            click.echo(f"accuracy {np.mean(labels == y):.4f} on the {len(y)} labelled samples of {name}", err=True)
+    if output is None:
+        csv.writer(sys.stdout, lineterminator="\n").writerows(rows)
+        return
+    with open(output, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+
+
+@click.command()
+@click.argument("model_file", metavar="MODEL.skm")
+def info(model_file):
+    """Describe a saved model: estimator, parameters, kernel, sizes, library version."""
+    header = read_header(model_file)
+    model = load_model(model_file)
+    rows = [("estimator", header["estimator"]),
+            ("saved by", f"sparsekernel {header.get('library_version', '?')} (model format "
+                         f"{header['format_version']})"),
+            ("kernel", _kernel_text(model)),
+            ("n_features_in_", model.n_features_in_)]
+    classes = getattr(model, "classes_", None)
+    if classes is not None:
+        shown = ", ".join(map(str, classes[:10].tolist())) + (", ..." if len(classes) > 10 else "")
+        rows.append(("classes_", f"{len(classes)}: {shown}"))
+    rows += [("expansion vectors", n_expansion_vectors(model)),
+             ("file", f"{model_file} ({_size(model_file)}, {len(header['attributes'])} fitted attributes)"),
+             ("params", ", ".join(f"{k}={v!r}" for k, v in header["params"].items()))]
+    if header.get("dropped_params"):
+        rows.append(("not stored", ", ".join(header["dropped_params"]) + " (defaults on load)"))
+    _print_key_values(rows)

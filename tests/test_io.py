@@ -1,0 +1,242 @@
+"""sparsekernel.io: .skm model files round-trip every supported estimator bit for bit, and
+reject what they cannot hold or should not trust (pickles, newer formats, garbage)."""
+
+import json
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+
+import sparsekernel
+from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, SparseKFD,
+                          load_model, save_model)
+from sparsekernel.io import FORMAT_VERSION, ModelVersionWarning, read_header
+
+CLASSIFIERS = {
+    "svc": lambda: SVC(C=2.0),
+    "svc_poly_ovo": lambda: SVC(kernel="poly", degree=2, gamma=0.3, coef0=1.0, decision_function_shape="ovo"),
+    "svc_proba": lambda: SVC(probability=True, random_state=0),
+    "klr": lambda: KernelLogisticRegression(C=3.0, gamma="auto"),
+    "sklr": lambda: SparseKernelLogisticRegression(lam=0.2),
+    "nssvc": lambda: NSSVC(random_state=0),
+    "nssvc_rbf": lambda: NSSVC(kernel="rbf", s=20, random_state=0),
+    "slmc": lambda: SLMC(n_expansion=4, max_iter=5, random_state=0),
+    "skfd": lambda: SparseKFD(n_expansion=4, max_iter=5, kernel="laplacian", random_state=0),
+}
+METHODS = ("predict", "decision_function", "predict_proba")
+
+
+def _data(n_classes, sparse, seed=0):
+    X, y = make_classification(90, n_features=6, n_informative=4, n_classes=n_classes, n_clusters_per_class=1,
+                               random_state=seed)
+    if sparse:
+        X[np.abs(X) < 0.7] = 0.0
+        X = sp.csr_matrix(X)
+    return X, y
+
+
+def _fit(factory, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning of the capped fits, probability's FutureWarning
+        return factory().fit(X, y)
+
+
+def _assert_same_predictions(a, b, X):
+    assert type(a) is type(b)
+    checked = 0
+    for method in METHODS:
+        if hasattr(a, method):
+            expected, got = getattr(a, method)(X), getattr(b, method)(X)
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            np.testing.assert_array_equal(got, expected, err_msg=method)  # bit for bit
+            checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", list(CLASSIFIERS))
+def test_round_trip_classifiers(tmp_path, name, n_classes, sparse):
+    X, y = _data(n_classes, sparse)
+    model = _fit(CLASSIFIERS[name], X, y)
+    path = tmp_path / "model.skm"
+    save_model(model, path)
+    loaded = load_model(path)
+    _assert_same_predictions(model, loaded, X)
+    _assert_same_predictions(model, loaded, X.toarray() if sparse else sp.csr_matrix(X))  # the other format
+    assert loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.classes_, model.classes_)
+    assert loaded.n_features_in_ == model.n_features_in_ and loaded._gamma == model._gamma
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_round_trip_svr(tmp_path, sparse):
+    X, y = make_regression(80, n_features=5, noise=0.5, random_state=0)
+    X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if sparse else X
+    model = SVR(C=10.0, epsilon=0.05).fit(X, y)
+    save_model(model, tmp_path / "svr.skm")
+    loaded = load_model(tmp_path / "svr.skm")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert sp.issparse(loaded.dual_coef_) == sparse
+
+
+def test_sparse_attributes_keep_their_type_and_index_dtype(tmp_path):
+    X, y = _data(2, sparse=True)
+    model = SVC().fit(X, y)
+    sv = model.support_vectors_.copy()  # int64 indices, as a fit on int64-indexed CSR may keep (scipy decides)
+    sv.indices, sv.indptr = sv.indices.astype(np.int64), sv.indptr.astype(np.int64)
+    model.support_vectors_ = sv
+    save_model(model, tmp_path / "m.skm")
+    loaded = load_model(tmp_path / "m.skm")
+    for attr in ("support_vectors_", "dual_coef_"):
+        a, b = getattr(model, attr), getattr(loaded, attr)
+        assert type(a) is type(b) and a.indices.dtype == b.indices.dtype and a.indptr.dtype == b.indptr.dtype
+        assert (a != b).nnz == 0
+    assert loaded.support_vectors_.indices.dtype == np.int64
+    _assert_same_predictions(model, loaded, X)
+
+
+@pytest.mark.parametrize("labels", ["str", "object"])
+def test_string_labels(tmp_path, labels):
+    X, y = _data(3, sparse=False)
+    y = np.array(["cat", "dog", "eel"])[y].astype(object if labels == "object" else str)
+    model = SparseKernelLogisticRegression().fit(X, y)
+    save_model(model, tmp_path / "m.skm")
+    loaded = load_model(tmp_path / "m.skm")
+    assert loaded.classes_.dtype == model.classes_.dtype
+    _assert_same_predictions(model, loaded, X)
+
+
+def test_header_contents(tmp_path):
+    X, y = _data(2, sparse=False)
+    model = SVC(C=3.0, gamma="scale", class_weight={0: 1.0, 1: 2.0}).fit(X, y)
+    header = save_model(model, tmp_path / "m.skm")
+    assert header == read_header(tmp_path / "m.skm")
+    assert header["format_version"] == FORMAT_VERSION and header["library_version"] == sparsekernel.__version__
+    assert header["estimator"] == "SVC" and header["params"]["C"] == 3.0
+    assert header["kernel"] == {"kernel": "rbf", "gamma": model._gamma, "coef0": 0.0, "degree": 3}
+    assert "class_weight" in header["dropped_params"]  # a dict with int keys is no JSON object
+    assert {"_dual_coef", "_intercept", "support_vectors_", "classes_", "_gamma"} <= set(header["attributes"])
+    with np.load(tmp_path / "m.skm", allow_pickle=False) as members:  # every member loads without pickle
+        for key in members.files:
+            assert members[key].dtype != object
+
+
+def test_save_writes_exactly_the_path(tmp_path):
+    X, y = _data(2, sparse=False)
+    save_model(SVC().fit(X, y), tmp_path / "model.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]  # no .npz appended, no temporary left
+
+
+@pytest.mark.parametrize("model, match", [
+    (SVC(kernel="precomputed"), "precomputed"),
+    (SVC(kernel=lambda A, B: A @ B.T), "callable"),
+    (LogisticRegression(), "cannot save a LogisticRegression"),
+])
+def test_unsupported_models(tmp_path, model, match):
+    X, y = _data(2, sparse=False)
+    model.fit(X @ X.T if getattr(model, "kernel", None) == "precomputed" else X, y)
+    with pytest.raises(ValueError, match=match):
+        save_model(model, tmp_path / "m.skm")
+
+
+def test_unfitted_model(tmp_path):
+    with pytest.raises(NotFittedError):
+        save_model(SVC(), tmp_path / "m.skm")
+
+
+# ---------------------------------------------------------------------- files that must be rejected
+def _rewrite(src, dst, header=None, members=None):
+    """Copy a model file with header fields and members replaced (members may hold object arrays:
+    numpy then pickles them, as an attacker's file would)."""
+    with np.load(src, allow_pickle=False) as f:
+        data = {k: f[k] for k in f.files}
+    h = json.loads(bytes(data["__header__"]).decode())
+    h.update(header or {})
+    data["__header__"] = np.frombuffer(json.dumps(h).encode(), dtype=np.uint8)
+    data.update(members or {})
+    with open(dst, "wb") as out:
+        np.savez_compressed(out, **data)
+    return dst
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    X, y = _data(2, sparse=False)
+    path = tmp_path / "good.skm"
+    save_model(KernelLogisticRegression().fit(X, y), path)
+    return path
+
+
+def test_pickle_inside_is_rejected(model_file, tmp_path):
+    class_ = np.array([0, 1], dtype=object)
+    bad = _rewrite(model_file, tmp_path / "bad.skm", members={"attr/classes_": class_})
+    with pytest.raises(ValueError, match="pickle"):
+        load_model(bad)
+
+
+def test_pickle_file_is_rejected(tmp_path):
+    X, y = _data(2, sparse=False)
+    path = tmp_path / "model.skm"
+    path.write_bytes(pickle.dumps(SVC().fit(X, y)))
+    with pytest.raises(ValueError, match="pickle"):
+        load_model(path)
+
+
+def test_newer_format_is_rejected(model_file, tmp_path):
+    bad = _rewrite(model_file, tmp_path / "new.skm", header={"format_version": FORMAT_VERSION + 1,
+                                                             "library_version": "9.0.0"})
+    with pytest.raises(ValueError, match=f"format {FORMAT_VERSION + 1}.*upgrade"):
+        load_model(bad)
+    with pytest.raises(ValueError, match="upgrade"):
+        read_header(bad)
+
+
+def test_other_library_version_warns(model_file, tmp_path):
+    other = _rewrite(model_file, tmp_path / "old.skm", header={"library_version": "0.0.1"})
+    with pytest.warns(ModelVersionWarning, match="0.0.1"):
+        loaded = load_model(other)
+    X, _ = _data(2, sparse=False)
+    _assert_same_predictions(load_model(model_file), loaded, X)
+
+
+@pytest.mark.parametrize("header, members, match", [
+    ({"estimator": "os.system"}, None, "unknown estimator"),
+    ({"format": "something-else"}, None, "not a sparsekernel model file"),
+    ({"format_version": "1"}, None, "invalid format version"),
+    ({"params": {"kernel": "precomputed"}}, None, "invalid kernel"),
+    ({"params": {"kernel": "rbf", "no_such_param": 1}}, None, "does not know"),
+    ({"attributes": {"predict": {"kind": "json", "value": 1}}}, None, "invalid attribute name"),
+    ({"attributes": {"classes_": {"kind": "array"}, "x_": {"kind": "array"}}}, None, "'attr/x_' is missing"),
+    (None, {"__header__": np.frombuffer(b"{not json", dtype=np.uint8)}, "corrupt header"),
+])
+def test_corrupt_files_are_rejected(model_file, tmp_path, header, members, match):
+    bad = _rewrite(model_file, tmp_path / "bad.skm", header=header, members=members)
+    with pytest.raises(ValueError, match=match):
+        load_model(bad)
+
+
+@pytest.mark.parametrize("content", [b"garbage, not a model\n", b"", b"PK\x03\x04 truncated zip"])
+def test_garbage_is_rejected(tmp_path, content):
+    path = tmp_path / "garbage.skm"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="not a sparsekernel model file"):
+        load_model(path)
+
+
+def test_truncated_file_is_rejected(model_file, tmp_path):
+    data = model_file.read_bytes()
+    path = tmp_path / "truncated.skm"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError):
+        load_model(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "nope.skm")
