@@ -157,3 +157,31 @@ def test_no_callbacks_no_calls():
     b = SVC(C=10.0).set_callbacks(Recorder()).fit(X, y)
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
     assert a.n_iter_[0] == b.n_iter_[0]
+
+
+def test_path_search_reports_every_candidate_and_split():
+    from sparsekernel import PathSearchCV
+
+    X, y = _data(n=300)
+    rec = Recorder()
+    search = PathSearchCV(SVC(), {"C": [0.5, 5.0], "gamma": [0.05, 0.2]}, cv=3).set_callbacks(rec)
+    search.fit(X, y)
+    names = [name for name, _ in rec.ends]
+    assert names.count("candidate-split-evaluation") == 4 * 3
+    assert names[-1] == "fit"
+    assert search.best_params_["C"] in (0.5, 5.0)
+
+
+def test_path_search_time_limit_bounds_the_cross_validation():
+    from sparsekernel import PathSearchCV
+
+    X, y = _data(n=3000)
+    grid = {"C": [1e3, 1e4], "tol": [1e-9]}  # fits that run until max_iter
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = PathSearchCV(SVC(max_iter=20000), grid, cv=2, time_limit=1e-6).fit(X, y)
+    assert any("time_limit" in str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning))
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    # the refit of the best candidate is not bounded: it runs to max_iter
+    assert search.best_estimator_.solver_stats_[0]["status"] == 1
+    assert search.best_estimator_.n_iter_[0] == 20000

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numbers
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -340,6 +341,28 @@ PROGRESS_TICKS = 100
 _VERBOSE_INTERVAL = 1.0
 
 
+# the engine's statuses (also those of the Python loops of NSSVC and SLMC)
+STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT = 0, 1, 2, 3
+
+
+def warn_if_stopped_early(estimator, statuses, max_iter_message):
+    """One ConvergenceWarning for a fit whose problems did not all converge, by the first reason of
+    time limit, a callback's request and max_iter (whose message the estimator gives)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    statuses = set(statuses)
+    name = type(estimator).__name__
+    if STATUS_TIME_LIMIT in statuses:
+        warnings.warn(f"{name}: time_limit reached (time_limit={getattr(estimator, 'time_limit', None)!r} s, or an "
+                      "enclosing search's): the model holds the solver's current iterate, converged_ is False.",
+                      ConvergenceWarning)
+    elif STATUS_STOPPED in statuses:
+        warnings.warn(f"{name}: a callback stopped the solver: the model holds its current iterate, converged_ is "
+                      "False.", ConvergenceWarning)
+    elif STATUS_MAX_ITER in statuses:
+        warnings.warn(max_iter_message, ConvergenceWarning)
+
+
 def check_time_limit(time_limit):
     if time_limit is not None:
         check_positive("time_limit", time_limit)
@@ -357,13 +380,17 @@ class FitMonitor:
     problem (one-vs-one pairs, one-vs-rest classes)."""
 
     def __init__(self, estimator, n_problems, *, tol, X=None, y=None, parallel=False, metric="kkt_gap",
-                 max_iter=None):
+                 max_iter=None, deadline=None):
         # metric: what the reports carry ('kkt_gap', 'norm_F': falls to tol, progress on a log scale;
         # 'W': the objective, progress as the iteration's share of max_iter)
         self.estimator, self.n_problems, self.tol, self.metric = estimator, n_problems, tol, metric
         self.max_iter = max_iter
         self.t0 = time.perf_counter()
         self.time_limit = getattr(estimator, "time_limit", None)
+        # the end of the budget: the estimator's time_limit, or an enclosing search's deadline if sooner
+        ends = [t for t in (deadline, None if self.time_limit is None else self.t0 + float(self.time_limit))
+                if t is not None]
+        self.deadline = min(ends) if ends else None
         self.verbose = bool(getattr(estimator, "verbose", False))
         self.parallel = parallel
         self.ctx = None
@@ -380,13 +407,13 @@ class FitMonitor:
         return time.perf_counter() - self.t0
 
     def remaining(self):
-        """Seconds left of time_limit for the next solve (0.0: no limit; never 0 when there is one)."""
-        if self.time_limit is None:
+        """Seconds left of the budget for the next solve (0.0: no limit; never 0 when there is one)."""
+        if self.deadline is None:
             return 0.0
-        return max(float(self.time_limit) - self.elapsed(), 1e-9)
+        return max(self.deadline - time.perf_counter(), 1e-9)
 
     def out_of_time(self):
-        return self.time_limit is not None and self.elapsed() >= self.time_limit
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     def problem(self, k):
         """The progress of sub-problem k (a callable for the engine's ``progress`` argument)."""

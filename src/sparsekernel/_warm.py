@@ -87,8 +87,9 @@ class PathStore:
 
     Thread-safe: a session is handed to one fit at a time (taken, then given back)."""
 
-    def __init__(self):
+    def __init__(self, deadline=None):
         self._lock = threading.Lock()
+        self.deadline = deadline  # time.perf_counter() at which the fits of the path stop (a search's budget)
         self._states = {}
         self._sessions = {}  # problem key -> (kernel_key, session): the kernel being walked only
 

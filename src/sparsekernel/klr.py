@@ -44,6 +44,7 @@ from ._base import (
     resolve_gamma,
     check_time_limit,
     run_parallel,
+    warn_if_stopped_early,
     with_callbacks,
 )
 
@@ -249,16 +250,9 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             for k, r in enumerate(results):
                 print(f"[sparsekernel] problem {k}: {r['n_iter']} iterations, gap {r['gap']:.3g}, "
                       f"kept {int(np.sum(r['alpha'] > r['lo']))} of {len(r['alpha'])}, status {r['status']}")
-        status = {r["status"] for r in results}
-        if 3 in status:
-            warnings.warn(f"time_limit={self.time_limit} s reached: the model is the solver's current iterate, "
-                          "converged_ is False.", ConvergenceWarning)
-        elif 2 in status:
-            warnings.warn("A callback stopped the solver: the model is its current iterate, converged_ is False.",
-                          ConvergenceWarning)
-        elif not self.converged_:
-            warnings.warn(f"Solver terminated early (max_iter={self.max_iter}): the KKT gap is above tol. "
-                          "Raise max_iter or tol.", ConvergenceWarning)
+        warn_if_stopped_early(self, [r["status"] for r in results],
+                              f"Solver terminated early (max_iter={self.max_iter}): the KKT gap is above tol. "
+                              "Raise max_iter or tol.")
         return self
 
     def _store_model(self, X, keep, problems, Ck, lam, results):

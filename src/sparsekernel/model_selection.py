@@ -19,7 +19,8 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
 
-from ._warm import PathStore, path_context
+from ._base import check_positive
+from ._warm import PathStore, active_store, path_context
 
 
 def _walk_order(candidates, param="C"):
@@ -132,19 +133,38 @@ class PathSearchCV(BaseSearchCV):
         For folds of up to ~10^4 samples, whose O(N) passes do not split well across threads,
         ``n_jobs=-1`` with an estimator of ``n_jobs=1`` is faster (two folds' walks at once: 1.1x
         to 2.3x in benchmarks/results/csmo.md).
+
+    time_limit : float or None, default=None
+        Seconds for the cross-validated fits of the whole search: every fit stops at the deadline
+        (as with SVC's own ``time_limit``: its current iterate, ``converged_ = False``, one
+        ConvergenceWarning), so the search always ends; the refit of the best candidate is not
+        bounded.
+
+    ``set_callbacks`` (scikit-learn >= 1.9) works as for GridSearchCV: one sub-task per candidate
+    and split; an auto-propagated callback such as ``ProgressBar`` also shows each fit's binary
+    problems.
     """
 
     _parameter_constraints = dict(BaseSearchCV._parameter_constraints)
     _parameter_constraints["param_grid"] = [dict, list]
 
     def __init__(self, estimator, param_grid, *, scoring=None, n_jobs=None, refit=True, cv=None, verbose=0,
-                 pre_dispatch="2*n_jobs", error_score=np.nan, return_train_score=False):
+                 pre_dispatch="2*n_jobs", error_score=np.nan, return_train_score=False, time_limit=None):
         super().__init__(estimator=estimator, scoring=scoring, n_jobs=n_jobs, refit=refit, cv=cv, verbose=verbose,
                          pre_dispatch=pre_dispatch, error_score=error_score, return_train_score=return_train_score)
         self.param_grid = param_grid
+        self.time_limit = time_limit
 
-    def _run_search(self, evaluate_candidates):
-        evaluate_candidates(_walk_order(list(ParameterGrid(self.param_grid))))
+    def _run_search(self, evaluate_candidates, callback_ctx=None):
+        candidates = _walk_order(list(ParameterGrid(self.param_grid)))
+        if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
+            evaluate_candidates(candidates)
+        else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
+            search_ctx = callback_ctx.subcontext(task_name="search", max_subtasks=len(candidates) * self.n_splits_,
+                                                 sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
+            evaluate_candidates(candidates, callback_ctx=search_ctx)
+            search_ctx.call_on_fit_task_end(estimator=self)
+        active_store().deadline = None  # the refit that follows is not bounded
 
     def _format_results(self, candidate_params, n_splits, out, more_results=None):
         # evaluated in walk order, reported in ParameterGrid order (GridSearchCV's), so that
@@ -160,7 +180,9 @@ class PathSearchCV(BaseSearchCV):
     def fit(self, X, y=None, **params):
         """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
         _check_estimator(self.estimator)
-        store = PathStore()
+        if self.time_limit is not None:
+            check_positive("time_limit", self.time_limit)
+        store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
         try:
             with path_context(store), parallel_config(backend="threading"):
                 return super().fit(X, y, **params)

@@ -38,6 +38,7 @@ from ._base import (
     FitMonitor,
     KernelModelMixin,
     check_time_limit,
+    warn_if_stopped_early,
     with_callbacks,
     canonical_csr,
     check_kernel_params,
@@ -640,16 +641,8 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self._store(X, solvers)
         self.n_kernel_columns_ = kernel_Q.n_computed if kernel_Q is not None else 0
         self.fit_time_ = time.perf_counter() - t0
-        status = {sv.status for sv in solvers}
-        if 3 in status:
-            warnings.warn(f"time_limit={self.time_limit} s reached: NSSVC keeps its last Newton iterate, converged_ "
-                          "is False.", ConvergenceWarning)
-        elif 2 in status:
-            warnings.warn("A callback stopped NSSVC: it keeps its last Newton iterate, converged_ is False.",
-                          ConvergenceWarning)
-        elif not all(sv.converged for sv in solvers):
-            warnings.warn(f"NSSVC stopped at max_iter={self.max_iter} before (66)/(67) held; raise max_iter or tol.",
-                          ConvergenceWarning)
+        warn_if_stopped_early(self, [sv.status for sv in solvers],
+                              f"NSSVC stopped at max_iter={self.max_iter} before (66)/(67) held; raise max_iter or tol.")
         return self
 
     def _store(self, X, solvers):

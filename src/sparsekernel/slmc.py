@@ -34,7 +34,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._base import CallbackSupportMixin, FitMonitor, KernelEvaluator, canonical_csr, check_kernel_params, \
-    check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, run_parallel, with_callbacks
+    check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, run_parallel, warn_if_stopped_early, \
+    with_callbacks
 from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
 
@@ -224,16 +225,10 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
         monitor.close()
         self._store(results, X.shape[1])
         self.fit_time_ = time.perf_counter() - t0
-        status = {r.get("status", 0) for r in results}
-        if 3 in status:
-            warnings.warn(f"{type(self).__name__}: time_limit={self.time_limit} s reached; the model holds the last "
-                          "L-BFGS iterate, converged_ is False.", ConvergenceWarning)
-        elif 2 in status:
-            warnings.warn(f"{type(self).__name__}: a callback stopped the outer L-BFGS; the model holds its last "
-                          "iterate, converged_ is False.", ConvergenceWarning)
-        elif not self.converged_:
-            warnings.warn(f"{type(self).__name__}: the outer L-BFGS stopped at max_iter={self.max_iter} before W "
-                          f"decreased by less than tol={self.tol!r}", ConvergenceWarning)
+        warn_if_stopped_early(self, [r.get("status", 0 if r.get("converged", True) else 1) for r in results],
+                              f"{type(self).__name__}: the outer L-BFGS stopped at max_iter="
+                              f"{getattr(self, 'max_iter', None)} before W decreased by less than tol="
+                              f"{getattr(self, 'tol', None)!r}")
         return self
 
     def _fit_binary(self, X, y, rng, threads, token, progress=None):  # pragma: no cover - abstract

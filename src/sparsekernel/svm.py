@@ -35,6 +35,7 @@ from ._base import (
     per_sample_bounds,
     resolve_gamma,
     run_parallel,
+    warn_if_stopped_early,
     with_callbacks,
 )
 
@@ -127,8 +128,10 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def _monitor(self, n_problems, threads, X, y):
         """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems."""
+        store = active_store()  # a PathSearchCV with a time_limit bounds its fits
         return FitMonitor(self, n_problems, tol=float(self.tol), X=X, y=y,
-                          parallel=threads > 1 and n_problems >= threads)
+                          parallel=threads > 1 and n_problems >= threads,
+                          deadline=getattr(store, "deadline", None))
 
     def _route(self):
         return _AUTO_ROUTE if self.solver == "auto" else self.solver
@@ -257,16 +260,9 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         self.fit_status_ = 0 if self.converged_ else 1
 
     def _warn_if_not_converged(self):
-        status = {s["status"] for s in self.solver_stats_}
-        if 3 in status:
-            warnings.warn(f"time_limit={self.time_limit} s reached: the model is the solver's current iterate (its "
-                          "intercept from the KKT conditions), converged_ is False.", ConvergenceWarning)
-        elif 2 in status:
-            warnings.warn("A callback stopped the solver: the model is its current iterate, converged_ is False.",
-                          ConvergenceWarning)
-        elif not self.converged_:
-            warnings.warn("Solver terminated early (max_iter=%d).  Consider pre-processing your data with "
-                          "StandardScaler or MinMaxScaler." % self.max_iter, ConvergenceWarning)
+        warn_if_stopped_early(self, [s["status"] for s in self.solver_stats_],
+                              "Solver terminated early (max_iter=%d).  Consider pre-processing your data with "
+                              "StandardScaler or MinMaxScaler." % self.max_iter)  # scikit-learn's words
 
     def __getstate__(self):
         state = super().__getstate__()
