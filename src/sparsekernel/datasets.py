@@ -45,6 +45,22 @@ def iter_nssvm_gaussians(m, random_state=None, flip=0.0, *, block_size=1 << 20, 
     flipped. Every block has its own seed derived from ``random_state``, so the blocks are the same
     whatever the consumer does with them, and :func:`make_nssvm_gaussians` returns their
     concatenation. Memory: one block at a time (m = 1e9 can be streamed).
+
+    Parameters
+    ----------
+    m : int
+        Number of samples (>= 1).
+    random_state : int, numpy Generator, SeedSequence or None
+    flip : float in [0, 1), default=0.0
+        Expected fraction of flipped labels.
+    block_size : int, keyword-only, default=2**20
+        Rows generated at a time.
+    dtype : {np.float64, np.float32}, keyword-only
+
+    Yields
+    ------
+    X_block : ndarray of shape (n_block, 2)
+    y_block : ndarray of shape (n_block,) in {-1, +1}
     """
     m, flip, block_size, dtype = _check_args(m, flip, block_size, dtype)
     seed = random_state if isinstance(random_state, np.random.SeedSequence) else np.random.SeedSequence(
@@ -72,6 +88,22 @@ def make_nssvm_gaussians(m, random_state=None, flip=0.0, *, block_size=1 << 20, 
     row blocks (:func:`iter_nssvm_gaussians`) straight into the output arrays, so m = 1e8 needs
     no Python loop over samples (1.6 GB of float64, 0.8 GB with ``dtype=np.float32``).
     The Bayes classifier sign(2 x1 - 2 x2) reaches NSSVM_BAYES_ACCURACY (96.93 %) without flips.
+
+    Parameters
+    ----------
+    m : int
+        Number of samples (>= 1).
+    random_state : int, numpy Generator, SeedSequence or None
+    flip : float in [0, 1), default=0.0
+        Expected fraction of flipped labels.
+    block_size : int, keyword-only, default=2**20
+        Rows generated at a time.
+    dtype : {np.float64, np.float32}, keyword-only
+
+    Returns
+    -------
+    X : ndarray of shape (m, 2)
+    y : ndarray of shape (m,) in {-1, +1}
     """
     m, flip, block_size, dtype = _check_args(m, flip, block_size, dtype)
     X = np.empty((m, 2), dtype=dtype)

@@ -462,6 +462,18 @@ def klr_lambda_bound(X, y, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree
     class is not sparse), a bound for the lam grid. We find it holds on imbalanced data but not on
     near-balanced data (on a 50/49 Synth-like set the minority class saturates only at 2-10x this
     value; the proof in the paper's Appendix A drops the intercept b): treat it as a guide.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), two classes
+    C, kernel, gamma, coef0, degree, bound, tol, n_jobs :
+        As :class:`KernelLogisticRegression` (tol of the lam = 0 solve).
+
+    Returns
+    -------
+    float
+        lam_max.
     """
     X, y = check_X_y(X, y, accept_sparse=False if kernel == "precomputed" else "csr", dtype=np.float64,
                      order="C")

@@ -39,6 +39,14 @@ def expansion_points(model):
 
     ``expansion_vectors_`` for SLMC / SparseKFD (and the reduced-set baselines), else
     ``support_vectors_`` (SVC, SVR, KLR, S-KLR, NSSVC); an empty array for a precomputed kernel.
+
+    Parameters
+    ----------
+    model : fitted sparsekernel estimator
+
+    Returns
+    -------
+    ndarray of shape (m, n_features)
     """
     pts = getattr(model, "expansion_vectors_", None)
     if pts is None:

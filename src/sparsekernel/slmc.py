@@ -337,7 +337,7 @@ _FITTED_DOC = """
 
 
 class SLMC(_ExpansionClassifier):
-    """Sparse large margin classifier (Wu, Schölkopf & Bakır 2006): an SVM whose weight vector is
+    __doc__ = """Sparse large margin classifier (Wu, Schölkopf & Bakır 2006): an SVM whose weight vector is
     restricted to the span of N_z learned expansion vectors.
 
     The expansion vectors Z minimise the marginal function W(Z) (44), the optimum of the SVM
@@ -399,7 +399,7 @@ class SLMC(_ExpansionClassifier):
 
 
 class SparseKFD(_ExpansionClassifier):
-    """Sparse kernel Fisher discriminant (Wu, Schölkopf & Bakır 2006, Appendix A): the KFD direction
+    __doc__ = """Sparse kernel Fisher discriminant (Wu, Schölkopf & Bakır 2006, Appendix A): the KFD direction
     restricted to the span of N_z learned expansion vectors.
 
     Z maximises the Rayleigh quotient beta' A^z beta / beta' B^z beta over beta and Z, i.e. minimises
@@ -456,7 +456,7 @@ class SparseKFD(_ExpansionClassifier):
 
 
 class ReducedSetClassifier(_ExpansionClassifier):
-    """The reduced-set baselines of the SLMC paper: RS (Burges 1996) and its modification MRS.
+    __doc__ = """The reduced-set baselines of the SLMC paper: RS (Burges 1996) and its modification MRS.
 
     A full SVC is fitted with C and the kernel; its weight vector w = sum_i a_i phi(x_i) is then
     approximated by N_z vectors: Z minimises ||w - sum_j beta_j phi(z_j)||^2 (4) with beta at its
@@ -526,7 +526,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
 
 
 class ReducedSVM(_ExpansionClassifier):
-    """The reduced SVM baselines of the SLMC paper: RSVM (Lee & Mangasarian 2001; Lin & Lin 2003)
+    __doc__ = """The reduced SVM baselines of the SLMC paper: RSVM (Lee & Mangasarian 2001; Lin & Lin 2003)
     and its modification MRSVM.
 
     Z is N_z distinct training points drawn at random (the same draw as ``SLMC(init='random')``

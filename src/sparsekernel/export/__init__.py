@@ -37,7 +37,19 @@ def require(*modules):
 def to_onnx(model, X, dtype=np.float64, **kwargs):
     """Convert a fitted sparsekernel estimator to an ONNX ModelProto.
 
-    See :func:`sparsekernel.export.onnx.to_onnx` for the parameters and the outputs.
+    Parameters
+    ----------
+    model : fitted sparsekernel estimator
+    X : array-like of shape (n_samples, n_features) or int
+        A sample of the input (or the number of features).
+    dtype : {np.float64, np.float32}, default=np.float64
+        The graph's arithmetic (float64 reproduces the library's predictions to 1e-9).
+    **kwargs
+        Options of :func:`sparsekernel.export.onnx.to_onnx` (raw_scores, zipmap, ...).
+
+    Returns
+    -------
+    onnx.ModelProto
     """
     from .onnx import to_onnx as _to_onnx
 
@@ -65,14 +77,31 @@ def trusted_types():
 
 
 def save_skops(model, file):
-    """Write ``model`` to ``file`` with skops. See :func:`sparsekernel.export.skops.save_skops`."""
+    """Write ``model`` to ``file`` with skops.
+
+    Parameters
+    ----------
+    model : fitted sparsekernel estimator (or a pipeline holding one)
+    file : str or path-like
+    """
     from .skops import save_skops as _save
 
     return _save(model, file)
 
 
 def load_skops(file, trusted=None):
-    """Load a skops file written by :func:`save_skops`. See :func:`sparsekernel.export.skops.load_skops`."""
+    """Load a skops file written by :func:`save_skops`.
+
+    Parameters
+    ----------
+    file : str or path-like
+    trusted : list of str or None, default=None
+        Types to trust beyond :func:`trusted_types` (skops refuses every other type).
+
+    Returns
+    -------
+    The estimator.
+    """
     from .skops import load_skops as _load
 
     return _load(file, trusted=trusted)
