@@ -91,14 +91,8 @@ def make_nssvm_gaussians(m, random_state=None, flip=0.0, *, block_size=1 << 20, 
 
     Parameters
     ----------
-    m : int
-        Number of samples (>= 1).
-    random_state : int, numpy Generator, SeedSequence or None
-    flip : float in [0, 1), default=0.0
-        Expected fraction of flipped labels.
-    block_size : int, keyword-only, default=2**20
-        Rows generated at a time.
-    dtype : {np.float64, np.float32}, keyword-only
+    m, random_state, flip, block_size, dtype :
+        As :func:`iter_nssvm_gaussians`.
 
     Returns
     -------

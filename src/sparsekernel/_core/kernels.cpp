@@ -58,14 +58,7 @@ void Kernel::transform(double* v, int64_t n) const {
         case KernelType::rbf:
         case KernelType::laplacian: transform_exp(v, n, g); return;
         case KernelType::poly:
-            for (int64_t t = 0; t < n; ++t) {  // integer power by squaring
-                double base = g * v[t] + c0, r = 1.0;
-                for (int e = p_.degree; e > 0; e >>= 1) {
-                    if (e & 1) r *= base;
-                    base *= base;
-                }
-                v[t] = r;
-            }
+            for (int64_t t = 0; t < n; ++t) v[t] = integer_power(g * v[t] + c0, p_.degree);
             return;
         case KernelType::sigmoid:
             for (int64_t t = 0; t < n; ++t) v[t] = std::tanh(g * v[t] + c0);

@@ -16,6 +16,16 @@ namespace sk {
 
 enum class KernelType : int { linear = 0, poly = 1, rbf = 2, sigmoid = 3, laplacian = 4, precomputed = 5 };
 
+// base^degree by squaring (the poly kernel's integer power; degree 0 gives 1, as LIBSVM)
+inline double integer_power(double base, int degree) {
+    double r = 1.0;
+    for (int e = degree; e > 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return r;
+}
+
 struct KernelParams {
     KernelType type = KernelType::rbf;
     double gamma = 1.0;

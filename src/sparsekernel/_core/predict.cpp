@@ -114,14 +114,7 @@ void transform_row(double* v, int64_t m, double xn, const double* bn, const Kern
             for (int64_t j = 0; j < m; ++j) v[j] = exp_nonpositive<13>(-g * std::max(0.0, xn + bn[j] - 2.0 * v[j]));
             return;
         case KernelType::poly:
-            for (int64_t j = 0; j < m; ++j) {  // integer power by squaring, as Kernel::transform
-                double base = g * v[j] + c0, r = 1.0;
-                for (int e = p.degree; e > 0; e >>= 1) {
-                    if (e & 1) r *= base;
-                    base *= base;
-                }
-                v[j] = r;
-            }
+            for (int64_t j = 0; j < m; ++j) v[j] = integer_power(g * v[j] + c0, p.degree);
             return;
         case KernelType::sigmoid:
             for (int64_t j = 0; j < m; ++j) v[j] = std::tanh(g * v[j] + c0);
