@@ -250,8 +250,8 @@ class KernelModelMixin:
         return callable(self.kernel) or self.kernel == "precomputed"
 
     def _set_support_vectors(self, X, support, inputs=None):
-        """Keep X[support] (nothing for a kernel matrix; the support vectors' own inputs for a
-        callable kernel) and its view for the C++ core."""
+        """Keep X[support] and its view for the C++ core (nothing for a kernel matrix; for a callable
+        kernel, the training inputs it is called against at prediction)."""
         self._sv_core = None
         if self._kernel_matrix_input():
             self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
@@ -419,6 +419,11 @@ class FitMonitor:
         """The progress of sub-problem k (a callable for the engine's ``progress`` argument)."""
         return ProblemProgress(self, k)
 
+    def problem_if_needed(self, k):
+        """problem(k) for a Python loop, or None when no one listens and there is no budget (the
+        loop then skips its reports)."""
+        return self.problem(k) if self.listening or self.deadline is not None else None
+
     def close(self):
         if self.ctx is not None:
             self.ctx.call_on_fit_task_end(estimator=self.estimator)
@@ -484,7 +489,8 @@ class ProblemProgress:
 
     def _print(self, rec, final=False):
         m = self.monitor
-        what = {0: "converged", 1: "stopped at max_iter", 2: "stopped", 3: "stopped at time_limit"}
+        what = {STATUS_CONVERGED: "converged", STATUS_MAX_ITER: "stopped at max_iter", STATUS_STOPPED: "stopped",
+                STATUS_TIME_LIMIT: "stopped at time_limit"}
         tail = f" -> {what.get(rec.get('status'), '')}" if final else ""
         print(f"[{type(m.estimator).__name__}] problem {self.k + 1}/{m.n_problems}: iteration {rec['iteration']}, "
               f"{m.metric} {rec[m.metric]:.3g} (tol {m.tol:.3g}), active {rec['active_size']}, "

@@ -20,7 +20,8 @@ import scipy.linalg as la
 from scipy.optimize import minimize
 
 from . import _core
-from ._base import KERNELS, TERM_LINEAR, core_matrix
+from ._base import KERNELS, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT, TERM_LINEAR, \
+    core_matrix
 from ._kernel_grad import kernel_gradient
 
 # jitter tried on the diagonal of a kernel matrix whose Cholesky fails: eps * mean(diag) for these eps
@@ -244,7 +245,7 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
     W0, _ = fun(Z0.ravel())
     history = [W0]
     if max_iter == 0:
-        return Minimisation(Z0, history, 0, 1, 0, "max_iter=0: the initial expansion vectors")
+        return Minimisation(Z0, history, 0, 1, STATUS_CONVERGED, "max_iter=0: the initial expansion vectors")
     stop = {}
 
     def callback(xk):
@@ -253,15 +254,16 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
         if progress is not None:
             last["x"] = xk.copy()
             if progress(len(history) - 1, W, shape[0]):
-                stop["status"] = 2
+                stop["status"] = STATUS_STOPPED
             elif progress.monitor.out_of_time():
-                stop["status"] = 3
+                stop["status"] = STATUS_TIME_LIMIT
             if stop:
                 raise StopIteration  # scipy >= 1.11 ends the run and returns the last iterate
 
     res = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
                    options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 0.0, "maxcor": 10})
-    status = stop.get("status", 1 if res.status == 1 else 0)  # 1: iteration or evaluation limit
+    # scipy's status 1: iteration or evaluation limit
+    status = stop.get("status", STATUS_MAX_ITER if res.status == 1 else STATUS_CONVERGED)
     Z = (last["x"] if stop else res.x).reshape(shape)
     if progress is not None:
         progress.end(len(history) - 1, history[-1], shape[0], status)

@@ -34,6 +34,10 @@ from threadpoolctl import threadpool_limits
 from . import _core
 from ._base import (
     KERNELS,
+    STATUS_CONVERGED,
+    STATUS_MAX_ITER,
+    STATUS_STOPPED,
+    STATUS_TIME_LIMIT,
     CallbackSupportMixin,
     FitMonitor,
     KernelModelMixin,
@@ -319,14 +323,14 @@ class NewtonSolver:
         accs = [0.0, self.acc]  # ACC(alpha^-1) = 0 (67)
         best = (-1.0, self.S, self.a_S, self.b)  # the best iterate after a Newton step (alpha0 = 0 is no model)
         self.converged = False
-        self.status = 1  # the engine's codes: 0 converged, 1 max_iter, 2 stopped by a callback, 3 time limit
+        self.status = STATUS_MAX_ITER  # unless the loop ends otherwise
         k = 0
         while True:
             F = history[-1][0]
             small = F < self.tol  # (66)
             flat = accs[-1] - max(accs[:-1]) < ACC_TOL  # (67), one-sided: no significant gain
             if small and (flat or not self.adaptive):
-                self.converged, self.status = True, 0
+                self.converged, self.status = True, STATUS_CONVERGED
                 break
             if k >= self.max_iter:
                 break
@@ -341,10 +345,10 @@ class NewtonSolver:
                 best = (self.acc, self.S, self.a_S, self.b)
             if self.progress is not None:
                 if self.progress(k, history[-1][0], self.s):
-                    self.status = 2
+                    self.status = STATUS_STOPPED
                     break
                 if self.progress.monitor.out_of_time():
-                    self.status = 3
+                    self.status = STATUS_TIME_LIMIT
                     break
         self.n_iter = k
         if self.progress is not None:
@@ -631,8 +635,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
                 Q = kernel_Q
             solver = NewtonSolver(Q, yk, s=s0, C=float(self.C), c=c, eta=eta, tol=tol, max_iter=int(self.max_iter),
                                   adaptive=bool(self.adaptive), rng=rng, refit_intercept=bool(self.refit_intercept),
-                                  t0=self.t0, progress=monitor.problem(i) if monitor.listening or
-                                  self.time_limit is not None else None)
+                                  t0=self.t0, progress=monitor.problem_if_needed(i))
             # the algebra on T is small: a threaded BLAS only competes with the OpenMP passes (measured:
             # a 300 x 300 Cholesky after a pass took 0.3 s instead of 0.4 ms on 2 cores)
             with threadpool_limits(limits=1, user_api="blas"):

@@ -33,9 +33,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._base import CallbackSupportMixin, FitMonitor, KernelEvaluator, canonical_csr, check_kernel_params, \
-    check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, run_parallel, warn_if_stopped_early, \
-    with_callbacks
+from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, FitMonitor, KernelEvaluator, \
+    canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, \
+    run_parallel, warn_if_stopped_early, with_callbacks
 from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
 
@@ -217,7 +217,7 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
                              parallel=workers > 1, metric="W", max_iter=int(getattr(self, "max_iter", 0)) or None)
 
         def fit_one(k, token):
-            progress = monitor.problem(k) if monitor.listening or monitor.time_limit is not None else None
+            progress = monitor.problem_if_needed(k)
             return self._fit_binary(X, targets[k], np.random.RandomState(seeds[k]), inner, token, progress)
 
         with threadpool_limits(limits=inner, user_api="blas"):
@@ -225,7 +225,8 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
         monitor.close()
         self._store(results, X.shape[1])
         self.fit_time_ = time.perf_counter() - t0
-        warn_if_stopped_early(self, [r.get("status", 0 if r.get("converged", True) else 1) for r in results],
+        warn_if_stopped_early(self, [r.get("status", STATUS_CONVERGED if r.get("converged", True) else STATUS_MAX_ITER)
+                                    for r in results],
                               f"{type(self).__name__}: the outer L-BFGS stopped at max_iter="
                               f"{getattr(self, 'max_iter', None)} before W decreased by less than tol="
                               f"{getattr(self, 'tol', None)!r}")
