@@ -1,0 +1,491 @@
+"""The compact-basis route of (sparse) kernel logistic regression.
+
+KLR at large N cannot stay on pair SMO: its dual is dense (every a_i > 0), one Q a is N^2 kernel
+values and pair SMO needs 5 to 10 steps per variable (DESIGN.md). The compact route restricts the
+model to M basis points z_1..z_M (w = sum_j beta_j phi(z_j)),
+
+    f(x) = sum_j beta_j K(z_j, x) + b,
+
+and solves the (shifted, S-KLR Observation 1) KLR primal on that subspace
+
+    min_{beta, b}  J = 1/2 beta' K_ZZ beta + sum_i C_i log(1 + exp(lam - y_i f(x_i)))          (P_M)
+
+by Newton's method. The design matrix A = [K(X, Z), 1] (N x (M+1)) is computed once by the kernel
+module; every Newton step solves H d = -g,
+
+    g = R w + A' r,   r_i = -C_i y_i s_i,        s_i = sigma(lam - y_i f_i)
+    H = R + A' D A,   D_i = C_i s_i (1 - s_i),   R = [[K_ZZ, 0], [0, 0]],
+
+by conjugate gradients preconditioned with the Hessian of a row subsample (the FALKON line of
+work: Rudi, Carratino & Rosasco 2017; for the logistic loss Marteau-Ferey, Bach & Rudi 2019), then
+an Armijo line search along d. With Z = X (M = N) (P_M) is the KLR primal itself.
+
+Basis points: a uniform sample of the training points, k-means centres, or a greedy import-vector
+rule (Zhu & Hastie's IVM, batched: candidates ranked by the objective decrease of a one-coordinate
+Newton step). ``refine_basis`` then moves the points by L-BFGS on J(Z) = min_{beta, b} J, whose
+gradient in Z is the envelope one (the kernel derivatives of ``_kernel_grad``, as for SLMC's
+learned expansion vectors).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.special import expit
+
+from ._kernel_grad import DIFFERENTIABLE_KERNELS, kernel_gradient
+
+BASES = ("kmeans", "uniform", "ivm")
+
+# row block of the products with A: small enough to stay in cache between A v and A'(D A v)
+_BLOCK_BYTES = 1 << 21
+# the Newton steps stop when the estimated suboptimality g'P^-1 g / 2 is below this x tol x J
+_TOL_SCALE = 1e-3
+_ARMIJO = 1e-4
+# the preconditioner is rebuilt (at the current curvature D) after a CG solve longer than this
+_CG_REFRESH = 4
+# n_components='auto': the basis starts at AUTO_START points and doubles while a doubling lowers J by
+# more than AUTO_REL_DECREASE (relative), up to the cap (benchmarks/results/klr_compact.md)
+AUTO_START = 256
+AUTO_REL_DECREASE = 0.01
+
+
+def _log1pexp(z):
+    """log(1 + exp(z)), stable for every z."""
+    return np.logaddexp(0.0, z)
+
+
+# ---------------------------------------------------------------------------------- the design matrix
+class DesignMatrix:
+    """A = [K(X, Z), 1] of (P_M), stored once (float64, or float32 when float64 would not fit the
+    memory budget: the products still accumulate in float64 per row block)."""
+
+    def __init__(self, K, dtype):
+        N, M = K.shape
+        self.A = np.empty((N, M + 1), dtype=dtype)
+        self.A[:, :M] = K
+        self.A[:, M] = 1.0
+        self.shape = self.A.shape
+        self.step = max(64, _BLOCK_BYTES // (self.A.itemsize * (M + 1)))
+
+    def _blocks64(self):
+        for start in range(0, self.A.shape[0], self.step):
+            sl = slice(start, min(self.A.shape[0], start + self.step))
+            yield sl, self.A[sl].astype(np.float64)
+
+    def matvec(self, w):
+        """A w (length N), in float64 (float32 storage is widened block by block)."""
+        if self.A.dtype == np.float64:
+            return self.A @ w
+        out = np.empty(self.A.shape[0])
+        for sl, Ab in self._blocks64():
+            out[sl] = Ab @ w
+        return out
+
+    def rmatvec(self, r):
+        """A' r (length M + 1), in float64."""
+        if self.A.dtype == np.float64:
+            return r @ self.A
+        out = np.zeros(self.A.shape[1])
+        for sl, Ab in self._blocks64():
+            out += r[sl] @ Ab
+        return out
+
+    def hessvec(self, v, D):
+        """A' (D * (A v)) in one pass over A (each row block is read once, while in cache), in the
+        storage precision: CG only needs an approximate Newton direction."""
+        A, dt = self.A, self.A.dtype
+        v, D = v.astype(dt), D.astype(dt)
+        out = np.zeros(A.shape[1], dtype=dt)
+        for start in range(0, A.shape[0], self.step):
+            Ab = A[start:start + self.step]
+            out += (D[start:start + self.step] * (Ab @ v)) @ Ab
+        return out.astype(np.float64)
+
+    def rows(self, idx):
+        return np.asarray(self.A[idx], dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------- Newton on (P_M)
+class CompactProblem:
+    """(P_M) for one binary problem: J, g and Hessian products at w = (beta, b)."""
+
+    def __init__(self, A, Kzz, y, Ci, lam):
+        self.A, self.Kzz, self.y, self.Ci, self.lam = A, Kzz, y, Ci, float(lam)
+        self.M = Kzz.shape[0]
+
+    def regulariser(self, v):
+        """R v = (K_ZZ beta, 0)."""
+        out = np.zeros_like(v)
+        out[:self.M] = self.Kzz @ v[:self.M]
+        return out
+
+    def loss_terms(self, f):
+        """(sum_i C_i log(1 + exp(z_i)), s = sigma(z)) at z = lam - y f."""
+        z = self.lam - self.y * f
+        return float(self.Ci @ _log1pexp(z)), expit(z)
+
+    def objective(self, w, f):
+        loss, s = self.loss_terms(f)
+        Rw = self.regulariser(w)
+        return 0.5 * float(w @ Rw) + loss, s, Rw
+
+    def gradient(self, Rw, s):
+        return Rw + self.A.rmatvec(-self.Ci * self.y * s)
+
+    def curvature(self, s):
+        return self.Ci * s * (1.0 - s)
+
+    def hessvec(self, v, D):
+        return self.regulariser(v) + self.A.hessvec(v, D)
+
+
+class SubsamplePreconditioner:
+    """P = R + (N / n_s) A_S' D_S A_S + eps I on a fixed row subsample S: the Hessian with the loss
+    part estimated from n_s rows (S = every row when N is small, then P = H and CG takes one step)."""
+
+    def __init__(self, problem, rows, n_total):
+        self.problem, self.rows, self.scale = problem, rows, n_total / len(rows)
+        self.A_S = problem.A.rows(rows)
+        Kzz = problem.Kzz
+        self.eps = 1e-10 * max(float(np.trace(Kzz)) / max(1, Kzz.shape[0]), 1e-300)
+
+    def update(self, D):
+        p = self.problem
+        B = self.A_S * np.sqrt(D[self.rows] * self.scale)[:, None]
+        P = B.T @ B  # (numpy runs B'B as one symmetric rank-k update)
+        P[:p.M, :p.M] += p.Kzz
+        eps = self.eps
+        for _ in range(12):
+            Pe = P.copy()
+            Pe[np.diag_indices_from(Pe)] += eps
+            try:
+                self.factor = cho_factor(Pe, lower=True, check_finite=False, overwrite_a=True)
+                return
+            except LinAlgError:
+                eps *= 100.0
+        raise LinAlgError("the preconditioner is not positive definite")
+
+    def solve(self, r):
+        return cho_solve(self.factor, r, check_finite=False)
+
+
+def pcg(hessvec, rhs, precond, rtol, maxiter):
+    """Preconditioned conjugate gradients for H x = rhs; returns (x, iterations)."""
+    x = np.zeros_like(rhs)
+    r = rhs.copy()
+    z = precond(r)
+    p = z.copy()
+    rz = float(r @ z)
+    target = rtol * np.sqrt(max(rz, 0.0))
+    for k in range(1, maxiter + 1):
+        Hp = hessvec(p)
+        pHp = float(p @ Hp)
+        if pHp <= 0:
+            break
+        alpha = rz / pHp
+        x += alpha * p
+        r -= alpha * Hp
+        z = precond(r)
+        rz_new = float(r @ z)
+        if np.sqrt(max(rz_new, 0.0)) <= target:
+            return x, k
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+    return x, maxiter
+
+
+def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=None, deadline=None):
+    """Minimise (P_M) from w0 by preconditioned Newton-CG with an Armijo line search.
+
+    Stops when the estimated suboptimality lambda^2 / 2 = g'P^-1 g / 2 (the Newton decrement in the
+    preconditioner's metric) is below 1e-3 * tol * J (SMO's tol = 1e-3: J to about 1e-6
+    relative). Returns a dict: w, f (= A w), objective, n_iter (Newton steps), cg_iter, decrement,
+    status (0 converged, 1 max_iter, 2 stopped by a callback, 3 time limit)."""
+    A = problem.A
+    N = A.shape[0]
+    rows = np.arange(N) if n_subsample >= N else np.sort(rng.choice(N, n_subsample, replace=False))
+    P = SubsamplePreconditioner(problem, rows, N)
+    w = np.array(w0, dtype=np.float64)
+    f = A.matvec(w)
+    J, s, Rw = problem.objective(w, f)
+    g = problem.gradient(Rw, s)
+    g0_norm = max(float(np.linalg.norm(g)), np.finfo(float).tiny)
+    status, n_iter, cg_total, dec = 1, 0, 0, np.inf
+    limit = max_iter if max_iter > 0 else 1000
+    cg_last = np.inf
+    for n_iter in range(limit + 1):
+        D = problem.curvature(s)
+        if cg_last > _CG_REFRESH:  # a preconditioner that still makes CG short is kept: its update
+            P.update(D)            # (n_s M^2 + M^3 / 3 flops) can cost more than the CG steps
+        Pg = P.solve(g)
+        dec = float(g @ Pg)
+        if progress is not None and progress(n_iter, dec, N):
+            status = 2
+            break
+        if 0.5 * dec <= _TOL_SCALE * tol * abs(J):
+            status = 0
+            break
+        if n_iter == limit:
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = 3
+            break
+        # the Newton direction H d = -g, to a relative accuracy that tightens as g falls
+        eta = min(0.1, np.sqrt(np.linalg.norm(g) / g0_norm))
+        d, k = pcg(lambda v: problem.hessvec(v, D), -g, P.solve, eta, 200)
+        cg_total += k
+        cg_last = k
+        slope = float(g @ d)
+        if slope >= 0:  # not a descent direction (numerically): the preconditioned gradient is
+            d, slope = -Pg, -dec
+        u = A.matvec(d)
+        Rd = problem.regulariser(d)
+        wRd, dRd = float(w @ Rd), float(d @ Rd)
+        t = 1.0
+        quad0 = 0.5 * float(w @ Rw)
+        while True:
+            loss_t, s_t = problem.loss_terms(f + t * u)
+            J_t = quad0 + t * wRd + 0.5 * t * t * dRd + loss_t
+            if J_t <= J + _ARMIJO * t * slope or t < 1e-10:
+                break
+            t *= 0.5
+        if J_t > J:  # no decrease at machine precision: at the optimum
+            status = 0
+            break
+        w += t * d
+        f += t * u
+        Rw += t * Rd
+        J, s = J_t, s_t
+        g = problem.gradient(Rw, s)
+    return {"w": w, "f": f, "objective": J, "n_iter": n_iter, "cg_iter": cg_total, "decrement": dec,
+            "status": status}
+
+
+# ---------------------------------------------------------------------------------- basis points
+def kmeans_basis(X, M, rng):
+    """M k-means centres (k-means++ start, a few Lloyd steps on a subsample of at most 20 M points)."""
+    from sklearn.cluster import KMeans
+
+    N = X.shape[0]
+    n_sub = min(N, 20 * M)
+    Xs = X[np.sort(rng.choice(N, n_sub, replace=False))] if n_sub < N else X
+    km = KMeans(n_clusters=M, n_init=1, max_iter=20, tol=1e-3, random_state=int(rng.randint(2**31 - 1)))
+    km.fit(Xs)
+    return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
+
+
+def ivm_scores(fit, idx, pool, Kc, states):
+    """Zhu & Hastie's import-vector criterion, to first order: the decrease of J that one Newton step
+    on a candidate's own coefficient (at beta_c = 0, the other coefficients fixed) would give,
+    summed over the problems:
+
+        decrease_c = (K_cZ beta + k_c' r)^2 / (2 (K(c, c) + k_c' D k_c)),   k_c = K(X, x_c)."""
+    kcc = Kc[pool, np.arange(len(pool))]
+    score = np.zeros(len(pool))
+    for st, yk in zip(states, fit.problems):
+        s = expit(fit.lam - yk * st["f"])
+        r = -fit.Ci * yk * s
+        D = fit.Ci * s * (1.0 - s)
+        grad = Kc[idx].T @ st["w"][:-1] + r @ Kc
+        curv = kcc + D @ (Kc * Kc)
+        score += grad * grad / (2.0 * np.maximum(curv, np.finfo(float).tiny))
+    return score
+
+
+def grow_basis(fit, M, basis, auto):
+    """Training points as basis, grown by doubling from a start (M / 8 for 'ivm', 256 when M is
+    chosen automatically, else M at once): 'uniform' adds random points, 'ivm' imports the best of a
+    random pool of twice the points to add by ``ivm_scores`` (a batched IVM). Every round is
+    solved warm from the previous one (new coefficients 0). With ``auto`` the growth stops once a
+    doubling lowers J by less than AUTO_REL_DECREASE (relative), or at M.
+    Returns (idx, states)."""
+    N = fit.X.shape[0]
+    order = fit.rng.permutation(N)
+    m = min(M, AUTO_START if auto else (max(16, M // 8) if basis == "ivm" else M))
+    idx = order[:m]
+    used = m  # order[:used] are in the basis or were offered as candidates
+    K = fit.columns(idx)
+    w0, J_prev = None, None
+    while True:
+        states = fit.solve_all(K, K[idx], w0)
+        J = sum(st["objective"] for st in states)
+        if len(idx) >= M or (auto and J_prev is not None and J_prev - J <= AUTO_REL_DECREASE * abs(J)):
+            return idx, states
+        if fit.monitor is not None and fit.monitor.out_of_time():
+            return idx, states
+        J_prev = J
+        add = min(M - len(idx), len(idx))
+        if basis == "ivm":
+            pool = order[used:used + 2 * add]
+            Kc = fit.columns(pool)
+            pick = np.argsort(-ivm_scores(fit, idx, pool, Kc, states), kind="stable")[:add]
+            new, Knew = pool[pick], Kc[:, pick]
+            rest = np.setdiff1d(pool, new, assume_unique=True)  # not imported: offered again later
+            order[used:used + len(pool)] = np.concatenate([new, rest])
+            used += len(new)
+        else:
+            new = order[used:used + add]
+            Knew = fit.columns(new)
+            used += len(new)
+        w0 = [np.concatenate([st["w"][:-1], np.zeros(len(new)), st["w"][-1:]]) for st in states]
+        idx = np.concatenate([idx, new])
+        K = np.hstack([K, Knew])
+
+
+class CompactFit:
+    """The binary problems (P_M) of one estimator fit on one basis: the training rows X (dense or
+    CSR; the kernel matrix for 'precomputed'), the labels of each problem (+-1), C_i and lam, the
+    kernel, and the solver settings. The basis is shared by the problems (one-vs-rest)."""
+
+    def __init__(self, X, problems, Ci, lam, evaluator, *, tol, max_iter, budget_mb, rng, monitor=None):
+        self.X, self.problems, self.Ci, self.lam = X, problems, Ci, float(lam)
+        self.ev, self.tol, self.max_iter, self.rng, self.monitor = evaluator, float(tol), int(max_iter), rng, monitor
+        self.budget = float(budget_mb) * 2**20
+        self.precomputed = evaluator.kernel == "precomputed"
+        self.n_newton, self.n_cg, self.statuses = 0, 0, []
+
+    # the kernel blocks
+    def columns(self, idx):
+        """K(X, X[idx]) for training points idx."""
+        if self.precomputed:
+            return np.ascontiguousarray(self.X[:, idx], dtype=np.float64)
+        return self.block(self.X[idx])
+
+    def block(self, Z, rows=None):
+        """K(X[rows], Z) for points Z (dense or CSR), computed in row chunks."""
+        from ._base import core_matrix
+
+        X = self.X if rows is None else self.X[rows]
+        if sp.issparse(X):  # the C++ row kernels (threads) beat scipy's sparse products here
+            return self.ev(X, core_matrix(Z))
+        out = np.empty((X.shape[0], Z.shape[0]))
+        for sl, Kb in self.ev.chunks(X, core_matrix(Z), Z.shape[0], Z):
+            out[sl] = Kb
+        return out
+
+    def gram(self, Z):
+        from ._base import core_matrix
+
+        return self.ev(Z, core_matrix(Z), Z)
+
+    def storage_dtype(self, M):
+        """float32 for A = [K(X, Z), 1] unless tol < 1e-4 asks for float64 and it fits the memory budget:
+        the products that decide convergence (A w, A' r) are widened to float64 block by block, so
+        float32 storage only perturbs the kernel values (by 6e-8 relative, J by less than 1e-9 on
+        a9a) and halves the memory and the traffic of the Hessian products. Refused (ValueError)
+        when even float32 does not fit."""
+        N = self.X.shape[0]
+        need = N * (M + 1)
+        if self.tol < 1e-4 and 8 * need <= self.budget:
+            return np.float64
+        if 4 * need <= self.budget:
+            return np.float32
+        raise ValueError(f"the compact solver's N x (M + 1) kernel block ({N} x {M + 1}) needs {4 * need / 2**20:.0f} "
+                         f"MB in float32, over cache_size={self.budget / 2**20:.0f} MB; raise cache_size or lower "
+                         "n_components")
+
+    # the solves
+    def start(self, yk):
+        """w0: beta = 0 and b at the weighted class log-odds (the optimum of b alone at lam = 0)."""
+        pos = float(self.Ci[yk > 0].sum())
+        neg = float(self.Ci[yk < 0].sum())
+        return np.log(pos / neg)
+
+    def solve_all(self, K, Kzz, w_prev=None, tol=None):
+        """Newton on (P_M) for every problem with the block K = K(X, Z) and K_ZZ; returns the list of
+        newton_compact results (warm from w_prev when given)."""
+        M = K.shape[1]
+        A = DesignMatrix(K, self.storage_dtype(M))
+        Kzz = 0.5 * (Kzz + Kzz.T)
+        n_sub = min(self.X.shape[0], max(2000, 2 * (M + 1)))
+        out = []
+        for k, yk in enumerate(self.problems):
+            if w_prev is None:
+                w0 = np.zeros(M + 1)
+                w0[-1] = self.start(yk)
+            else:
+                w0 = w_prev[k]
+            progress = None if self.monitor is None else self.monitor.problem_if_needed(k)
+            deadline = None if self.monitor is None else self.monitor.deadline
+            r = newton_compact(CompactProblem(A, Kzz, yk, self.Ci, self.lam), w0,
+                               tol=self.tol if tol is None else tol, max_iter=self.max_iter, rng=self.rng,
+                               n_subsample=n_sub, progress=progress, deadline=deadline)
+            if progress is not None:
+                progress.end(r["n_iter"], r["decrement"], len(yk), r["status"])
+            self.n_newton += r["n_iter"]
+            self.n_cg += r["cg_iter"]
+            out.append(r)
+        return out
+
+
+def refine_basis_points(fit, Z, states, steps):
+    """L-BFGS on the basis points: J(Z) = sum over problems of min_{beta, b} J, with the envelope
+    gradient (beta at its optimum, as for SLMC's learned expansion vectors, eq. 46)
+
+        dJ/dz_u = beta_u sum_i r_i dK(z_u, x_i)/dz_u + beta_u sum_j beta_j dK(z_u, z_j)/dz_u.
+
+    Every evaluation re-solves the problems warm. Returns (Z, states)."""
+    from scipy.optimize import minimize
+
+    ev = fit.ev
+    if ev.kernel not in DIFFERENTIABLE_KERNELS:
+        raise ValueError(f"refine_basis needs a kernel with a gradient ({DIFFERENTIABLE_KERNELS}), got {ev.kernel!r}")
+    shape = Z.shape
+    memo = {"states": states}
+
+    def fun(z):
+        Zc = z.reshape(shape)
+        K = fit.block(Zc)
+        Kzz = fit.gram(Zc)
+        sts = fit.solve_all(K, Kzz, [st["w"] for st in memo["states"]])
+        memo["states"] = sts
+        J, G = 0.0, np.zeros(shape)
+        for st, yk in zip(sts, fit.problems):
+            beta = st["w"][:-1]
+            r = -fit.Ci * yk * expit(fit.lam - yk * st["f"])
+            J += st["objective"]
+            G += kernel_gradient(ev.kernel, ev.gamma, ev.coef0, ev.degree, Zc, fit.X, K.T, np.outer(beta, r))
+            G += kernel_gradient(ev.kernel, ev.gamma, ev.coef0, ev.degree, Zc, Zc, Kzz, np.outer(beta, beta))
+        return J, G.ravel()
+
+    res = minimize(fun, Z.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": int(steps), "maxcor": 10})
+    Z = res.x.reshape(shape)
+    return Z, fit.solve_all(fit.block(Z), fit.gram(Z), [st["w"] for st in memo["states"]])
+
+
+def fit_compact(fit, M, basis, refine_steps, auto=False):
+    """The compact route: basis points, then Newton on (P_M) per problem, then (optionally) the
+    basis refined. ``auto``: M is an upper bound and the basis grows by doubling until J stops
+    falling (``grow_basis``; for 'kmeans', a new clustering per size). Returns (Z, idx or None,
+    states); idx are the training rows the basis points are (None once k-means or refinement moved
+    them off the data)."""
+    X = fit.X
+    if basis == "kmeans" and fit.precomputed:
+        raise ValueError("basis='kmeans' needs feature vectors; with kernel='precomputed' use basis='uniform' "
+                         "or 'ivm'")
+    fit.storage_dtype(min(M, AUTO_START) if auto else M)  # refuse before any work when the block cannot be held
+    if basis == "kmeans" and M < X.shape[0]:
+        idx, J_prev, m = None, None, (min(M, AUTO_START) if auto else M)
+        while True:
+            Z = kmeans_basis(X, m, fit.rng)
+            states = fit.solve_all(fit.block(Z), fit.gram(Z))
+            J = sum(st["objective"] for st in states)
+            if m >= M or not auto or (J_prev is not None and J_prev - J <= AUTO_REL_DECREASE * abs(J)):
+                break
+            if fit.monitor is not None and fit.monitor.out_of_time():
+                break
+            J_prev, m = J, min(M, 2 * m)
+    else:
+        idx, states = grow_basis(fit, M, "uniform" if basis == "kmeans" else basis, auto)
+        Z = None if fit.precomputed else X[idx]
+    if refine_steps > 0:
+        if fit.precomputed:
+            raise ValueError("refine_basis needs feature vectors; it is not available with kernel='precomputed'")
+        Zd = Z.toarray() if sp.issparse(Z) else np.array(Z, dtype=np.float64)
+        Z, states = refine_basis_points(fit, Zd, states, refine_steps)
+        idx = None
+    return Z, idx, states
