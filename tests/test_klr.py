@@ -148,7 +148,9 @@ def test_agrees_with_lbfgs_primal(easy, kernel, C, lam):
     assert model.dual_objective_.shape == (1,)
     assert abs(P + model.dual_objective_[0]) <= 1e-6 * abs(P), (P, model.dual_objective_)
     assert abs(-model.intercept_[0] - b) <= 1e-4, (-model.intercept_[0], b)
-    np.testing.assert_allclose(model.predict_proba(X)[:, 1], expit(f), rtol=0, atol=1e-4)
+    # S-KLR's probabilities are sigma(f / T) (the temperature of predict_proba; T = 1 for KLR)
+    T = getattr(model, "temperature_", 1.0)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], expit(f / T), rtol=0, atol=1e-4)
     np.testing.assert_allclose(model.decision_function(X), f, rtol=0, atol=1e-3 * max(1.0, np.abs(f).max()))
     assert isinstance(model.duality_gap_, float)
     assert 0.0 <= model.duality_gap_ < 1e-6

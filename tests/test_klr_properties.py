@@ -338,12 +338,15 @@ def test_bad_lam(binary, lam):
         SparseKernelLogisticRegression(lam=lam).fit(X, y)
 
 
-def test_lam_auto_is_C_over_10(binary):
+def test_lam_auto_is_auto_lam(binary):
+    from sparsekernel.klr import auto_lam
+
     X, y = binary
     a = SparseKernelLogisticRegression(C=3.0, tol=1e-6).fit(X, y)
-    b = SparseKernelLogisticRegression(C=3.0, lam=0.3, tol=1e-6).fit(X, y)
+    b = SparseKernelLogisticRegression(C=3.0, lam=auto_lam(3.0), tol=1e-6).fit(X, y)
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
-    assert a.rho_ == pytest.approx(0.3, abs=1e-3)
+    assert a.lam_ == auto_lam(3.0) == pytest.approx(0.75)  # C / 4 at this C
+    assert a.rho_ == pytest.approx(0.75, abs=1e-3)
 
 
 @pytest.mark.parametrize("est_cls", ESTIMATORS, ids=EST_IDS)

@@ -3,11 +3,12 @@
 from . import datasets
 from .io import load_model, save_model
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
-from .model_selection import PathSearchCV, svm_path
+from .metrics import expected_calibration_error
+from .model_selection import PathSearchCV, sklr_path, svm_path
 from .nssvm import NSSVC
 from .slmc import SLMC, SparseKFD
 from .svm import SVC, SVR
 
-__all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "KernelLogisticRegression", "SparseKernelLogisticRegression", "klr_lambda_bound",
-           "save_model", "load_model"]
+__all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
+           "SparseKernelLogisticRegression", "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model"]
 __version__ = "0.1.0"

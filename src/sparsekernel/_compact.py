@@ -201,10 +201,11 @@ def pcg(hessvec, rhs, precond, rtol, maxiter):
 def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=None, deadline=None):
     """Minimise (P_M) from w0 by preconditioned Newton-CG with an Armijo line search.
 
-    Stops when the estimated suboptimality lambda^2 / 2 = g'P^-1 g / 2 (the Newton decrement in the
-    preconditioner's metric) is below 1e-3 * tol * J (SMO's tol = 1e-3: J to about 1e-6
-    relative). Returns a dict: w, f (= A w), objective, n_iter (Newton steps), cg_iter, decrement,
-    status (0 converged, 1 max_iter, 2 stopped by a callback, 3 time limit)."""
+    Stops after a step whose Newton decrement lambda^2 = -g'd (d the CG solution of H d = -g) says
+    the suboptimality it removed, lambda^2 / 2, is below 1e-3 * tol * J (SMO's tol = 1e-3: J to
+    about 1e-6 relative). Returns a dict: w, f (= A w), objective, n_iter (Newton steps), cg_iter,
+    decrement (the last lambda^2), status (0 converged, 1 max_iter, 2 stopped by a callback,
+    3 time limit)."""
     A = problem.A
     N = A.shape[0]
     rows = np.arange(N) if n_subsample >= N else np.sort(rng.choice(N, n_subsample, replace=False))
@@ -217,42 +218,38 @@ def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=Non
     status, n_iter, cg_total, dec = 1, 0, 0, np.inf
     limit = max_iter if max_iter > 0 else 1000
     cg_last = np.inf
-    for n_iter in range(limit + 1):
-        D = problem.curvature(s)
-        if cg_last > _CG_REFRESH:  # a preconditioner that still makes CG short is kept: its update
-            P.update(D)            # (n_s M^2 + M^3 / 3 flops) can cost more than the CG steps
-        Pg = P.solve(g)
-        dec = float(g @ Pg)
-        if progress is not None and progress(n_iter, dec, N):
-            status = 2
-            break
-        if 0.5 * dec <= _TOL_SCALE * tol * abs(J):
-            status = 0
-            break
-        if n_iter == limit:
-            break
+    while n_iter < limit:
         if deadline is not None and time.perf_counter() >= deadline:
             status = 3
             break
+        D = problem.curvature(s)
+        if cg_last > _CG_REFRESH:  # a preconditioner that still makes CG short is kept: its update
+            P.update(D)            # (n_s M^2 + M^3 / 3 flops) can cost more than the CG steps
         # the Newton direction H d = -g, to a relative accuracy that tightens as g falls
         eta = min(0.1, np.sqrt(np.linalg.norm(g) / g0_norm))
         d, k = pcg(lambda v: problem.hessvec(v, D), -g, P.solve, eta, 200)
         cg_total += k
         cg_last = k
         slope = float(g @ d)
-        if slope >= 0:  # not a descent direction (numerically): the preconditioned gradient is
-            d, slope = -Pg, -dec
+        if slope > 0:  # not a descent direction (numerically): the preconditioned gradient is
+            d = -P.solve(g)
+            slope = float(g @ d)
+        dec = -slope
+        if progress is not None and progress(n_iter, dec, N):
+            status = 2
+            break
         u = A.matvec(d)
         Rd = problem.regulariser(d)
         wRd, dRd = float(w @ Rd), float(d @ Rd)
-        t = 1.0
         quad0 = 0.5 * float(w @ Rw)
+        t = 1.0
         while True:
             loss_t, s_t = problem.loss_terms(f + t * u)
             J_t = quad0 + t * wRd + 0.5 * t * t * dRd + loss_t
             if J_t <= J + _ARMIJO * t * slope or t < 1e-10:
                 break
             t *= 0.5
+        n_iter += 1
         if J_t > J:  # no decrease at machine precision: at the optimum
             status = 0
             break
@@ -261,6 +258,9 @@ def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=Non
         Rw += t * Rd
         J, s = J_t, s_t
         g = problem.gradient(Rw, s)
+        if 0.5 * dec <= _TOL_SCALE * tol * abs(J):
+            status = 0
+            break
     return {"w": w, "f": f, "objective": J, "n_iter": n_iter, "cg_iter": cg_total, "decrement": dec,
             "status": status}
 

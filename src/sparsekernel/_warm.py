@@ -53,8 +53,13 @@ class DualState:
     kernel_key: tuple
 
 
-def warm_point(state, hi, p, kernel_key):
+def warm_point(state, hi, p, kernel_key, entropic=False):
     """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed.
+
+    ``entropic``: the (S-)KLR dual, whose gradient G = Qa + C_i G'(a_i / C_i) + p is not linear in a,
+    so the ray below does not apply; with the same box (hi, and the lower bound with it: a walk along
+    S-KLR's lam at fixed C) the previous a is feasible as it stands and, with the kernel unchanged,
+    G0 = G - p_old + p. Another box gives (None, None): a cold start.
 
     a0 = s a on the feasible ray s in [0, s_max], s_max = min_{a_i > 0} hi_i / hi_old_i. With the
     kernel unchanged, Qa = G - p_old is known and f(s a) = 1/2 s^2 a'Qa + s p'a is minimised over the
@@ -65,6 +70,10 @@ def warm_point(state, hi, p, kernel_key):
     if state is None or len(state.alpha) != len(hi):
         return None, None
     a = state.alpha
+    if entropic:
+        if not np.array_equal(hi, state.hi):
+            return None, None
+        return a.copy(), (state.grad - state.p + p if kernel_key == state.kernel_key else None)
     support = a > 0
     if not support.any():
         return a.copy(), None if kernel_key != state.kernel_key else state.grad - state.p + p

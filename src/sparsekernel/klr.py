@@ -10,7 +10,8 @@ which is the dual of the *shifted* logistic primal (S-KLR Observation 1, rho = l
 
     min_{w, b} 1/2 ||w||^2 + sum_i C_i log(1 + exp(lam - y_i (w.phi(x_i) - b))).
 
-The model is f(x) = sum_i a_i y_i K(x_i, x) - b and P(y | x) = 1 / (1 + exp(-y f(x))) (S-KLR eq. 3).
+The model is f(x) = sum_i a_i y_i K(x_i, x) - b and P(y | x) = 1 / (1 + exp(-y f(x) / T)) (S-KLR eq. 3
+with T = 1 for KLR and S-KLR at lam = 0; at lam > 0 S-KLR's temperature T, see its docstring).
 Only expansion vectors with a_i above the lower bound are kept (S-KLR section 5.1).
 """
 from __future__ import annotations
@@ -24,10 +25,13 @@ import scipy.sparse as sp
 from scipy.special import expit, log1p
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
+from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _core
+from ._compact import BASES, CompactFit, fit_compact
 from ._base import (
     KERNELS,
     TERM_ENTROPIC,
@@ -49,6 +53,12 @@ from ._base import (
 )
 
 WSS = ("second", "first")
+SOLVERS = ("auto", "smo", "nystrom")
+# solver='auto': the exact SMO route up to this many (weighted) training points, the compact one beyond
+AUTO_SMO_MAX = 10000
+
+# n_components='auto': the largest basis the doubling may reach
+AUTO_MAX_COMPONENTS = 4096
 
 # bound='auto': the paper's absolute 1e-5 unless C is tiny
 _AUTO_BOUND_ABS, _AUTO_BOUND_REL = 1e-5, 1e-3
@@ -141,18 +151,99 @@ def measured_rho(r, y, Ci, lam):
     return float(rho), float(b)
 
 
-def duality_gap(r, y, Ci, lam):
-    """Relative gap (P + f) / P between the shifted primal at (w(a), b) and the dual f(a) (>= 0).
-
-    P = 1/2 a'Qa + sum_i C_i log(1 + exp(lam - y_i f_i)), f_i = s_i - b, all from the final gradient.
-    """
+def primal_objective(r, y, Ci, lam):
+    """The shifted primal P = 1/2 a'Qa + sum_i C_i log(1 + exp(lam - y_i f_i)) at (w(a), b),
+    f_i = s_i - b, all from the final gradient."""
     a, G = r["alpha"], r["grad"]
     Qa = G - _entropy_derivative(a, Ci) + lam
     margin = Qa - y * r["rho"]  # y_i f_i
     z = lam - margin
     loss = np.where(z > 0, z + log1p(np.exp(-np.abs(z))), log1p(np.exp(-np.abs(z))))
-    P = 0.5 * float(a @ Qa) + float(Ci @ loss)
+    return 0.5 * float(a @ Qa) + float(Ci @ loss)
+
+
+def duality_gap(r, y, Ci, lam):
+    """Relative gap (P + f) / P between the shifted primal at (w(a), b) and the dual f(a) (>= 0)."""
+    P = primal_objective(r, y, Ci, lam)
     return max(0.0, (P + r["obj"]) / max(P, np.finfo(float).tiny))
+
+
+# ---------------------------------------------------------------------- lam='auto'
+def auto_lam(C, bound="auto"):
+    """lam='auto' of SparseKernelLogisticRegression: clip(L, C / 10, C / 4), L = log((C - b) / b).
+
+    At the optimum a_i = C sigma(lam - y_i f_i), so a point leaves the model (a_i at the lower bound
+    b) only when its margin y_i f_i exceeds lam + L: lam is on the scale of the log-odds, not of C.
+    For lam >> 1 the shifted loss is C lam max(0, 1 - y g) with f = lam g, i.e. an SVM in g with
+    C' = C / lam whose points beyond the margin, y g >= 1 + L / lam, drop out. Sparsity so needs lam
+    of the order of L (at lam = L the points with y g >= 2 drop out), and accuracy a C' that is not
+    small: lam = L clipped to C' in [4, 10]. For C >= 10 L (C >~ 200 with b = 1e-5) that is the
+    paper's lambda-choice C / 10 (Appendix C, C' = 10); for C < 4 L (C <~ 60) no lam is both sparse
+    and accurate (benchmarks/results/klr_sklr_default.md) and C / 4 stays close to KLR.
+
+    Parameters
+    ----------
+    C : float
+        The loss weight (> 0).
+    bound : 'auto' or float, default='auto'
+        The box parameter b ('auto': min(1e-5, 1e-3 C), as the estimator's).
+
+    Returns
+    -------
+    float
+    """
+    C = float(C)
+    b = min(_AUTO_BOUND_ABS, _AUTO_BOUND_REL * C) if isinstance(bound, str) else float(bound)
+    L = float(np.log(max(C - b, b) / b))
+    return float(np.clip(L, C / 10.0, C / 4.0))
+
+
+# ---------------------------------------------------------------------- probabilities at lam > 0
+# the temperature is fitted on the decision values of at most this many training points (a fixed
+# subsample beyond it: one parameter needs no more, and it bounds the cost to a few thousand rows)
+_TEMPERATURE_SAMPLE = 4000
+_MAX_TEMPERATURE = 1e6
+
+
+def fit_temperature(margins, weights=None):
+    """The temperature T >= 1 of P(y | x) = 1 / (1 + exp(-y f(x) / T)) that maximises the weighted
+    training likelihood sum_i w_i log sigma(m_i / T), m_i = y_i f(x_i).
+
+    With s = 1 / T the loss L(s) = sum_i w_i log(1 + exp(-s m_i)) is convex, L'(s) = -sum_i w_i m_i
+    sigma(-s m_i); the minimiser over [1 / _MAX_TEMPERATURE, 1] is the root of L' (brentq) or an end
+    point. T < 1 is never returned: training margins are optimistic (at lam = 0, where sigma(f) is
+    KLR's own model, the fitted T is below 1 wherever we measured it), and what T corrects is the
+    lam shift's inflation of f (S-KLR section 3.1: ||w|| grows with lam).
+    """
+    from scipy.optimize import brentq
+
+    m = np.asarray(margins, dtype=np.float64)
+    w = np.ones_like(m) if weights is None else np.asarray(weights, dtype=np.float64)
+    keep = w > 0
+    m, w = m[keep], w[keep]
+    if len(m) == 0:
+        return 1.0
+
+    def slope(s):
+        return -float(np.sum(w * m * expit(-s * m)))
+
+    if slope(1.0) <= 0.0:
+        return 1.0
+    s_min = 1.0 / _MAX_TEMPERATURE
+    if slope(s_min) >= 0.0:
+        return _MAX_TEMPERATURE
+    return 1.0 / brentq(slope, s_min, 1.0, xtol=1e-12, rtol=1e-10)
+
+
+def _log_proba(z):
+    """log P from the log-odds z: (n,) for two classes (log-sigmoid of -z and z), (n, k) one-vs-rest
+    (each column's log-sigmoid, normalised by logsumexp)."""
+    from scipy.special import log_expit, logsumexp
+
+    if z.ndim == 1:
+        return np.column_stack([log_expit(-z), log_expit(z)])
+    L = log_expit(z)
+    return L - logsumexp(L, axis=1, keepdims=True) if L.size else L
 
 
 # ---------------------------------------------------------------------- estimators
@@ -177,7 +268,34 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
                 self.max_iter < 1 and self.max_iter != -1):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
         check_time_limit(self.time_limit)
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if not (isinstance(self.n_components, str) and self.n_components == "auto"):
+            n = self.n_components
+            if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"n_components must be 'auto' or a positive integer, got {n!r}")
+        if self.basis not in BASES:
+            raise ValueError(f"basis must be one of {BASES}, got {self.basis!r}")
+        r = self.refine_basis
+        if not isinstance(r, numbers.Integral) or isinstance(r, bool) or r < 0:
+            raise ValueError(f"refine_basis must be a non-negative integer, got {r!r}")
         return n_threads(self.n_jobs)
+
+    def _route(self, n_samples):
+        """'smo' or 'nystrom' for a training set of n_samples points (solver='auto': the exact SMO up to
+        AUTO_SMO_MAX points, where it is fast, the compact basis beyond; benchmarks/results/klr_compact.md)."""
+        if self.solver != "auto":
+            return self.solver
+        return "smo" if n_samples <= AUTO_SMO_MAX or self.kernel == "precomputed" else "nystrom"
+
+    def _n_components(self, n_samples):
+        """(M, auto): the basis size of the compact route, or with n_components='auto' its cap (the
+        basis grows from 256 points by doubling until the objective stops falling, up to
+        AUTO_MAX_COMPONENTS and what float32 blocks of cache_size MB hold)."""
+        if isinstance(self.n_components, str):
+            fits = int(float(self.cache_size) * 2**20 // (4 * n_samples)) - 1
+            return max(1, min(n_samples, AUTO_MAX_COMPONENTS, fits)), True
+        return min(n_samples, int(self.n_components)), False
 
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
@@ -218,6 +336,10 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             if np.all(yk > 0) or np.all(yk < 0):
                 raise ValueError(f"class {self.classes_[k]!r} has no sample of positive weight")
             problems.append(yk)
+        if self._route(len(keep)) == "nystrom":
+            self._fit_compact(X, Xk, keep, problems, Ck, lam, threads, y)
+            self.fit_time_ = time.perf_counter() - t0
+            return self
         bounds = []
         for yk in problems:
             b, shrunk = box_bound(self.bound, Ck, yk)
@@ -255,6 +377,43 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
                               "Raise max_iter or tol.")
         return self
 
+    def _fit_compact(self, X, Xk, keep, problems, Ck, lam, threads, y):
+        """The compact-basis route (_compact.py): f(x) = sum_j beta_j K(z_j, x) + b over M basis points,
+        Newton on the (shifted) primal restricted to them."""
+        M, auto = self._n_components(len(keep))
+        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)
+        monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, metric="decrement")
+        fit = CompactFit(Xk, problems, Ck, lam, ev, tol=self.tol, max_iter=self.max_iter if self.max_iter > 0 else 0,
+                         budget_mb=self.cache_size, rng=check_random_state(self.random_state), monitor=monitor)
+        with threadpool_limits(limits=threads, user_api="blas"):
+            Z, idx, states = fit_compact(fit, M, self.basis, int(self.refine_basis), auto=auto)
+        monitor.close()
+        if idx is not None:
+            self.support_ = keep[idx].astype(np.int32)
+            self._set_support_vectors(X, self.support_)
+        else:  # k-means centres or refined points: not training samples
+            self.support_ = np.empty(0, dtype=np.int32)
+            self.support_vectors_ = Z
+            self._sv_core = core_matrix(Z)
+        self.dual_coef_ = np.vstack([st["w"][:-1] for st in states])
+        self.intercept_ = np.array([st["w"][-1] for st in states])
+        self.n_expansion_ = self.dual_coef_.shape[1]
+        self.sparsity_ = self.n_expansion_ / X.shape[0]
+        self.objective_ = np.array([st["objective"] for st in states])
+        self.n_iter_ = np.array([st["n_iter"] for st in states], dtype=np.int64)
+        self.n_cg_iter_ = fit.n_cg
+        self.n_kernel_evals_ = np.full(len(states), len(keep) * self.n_expansion_, dtype=np.int64)
+        self.converged_ = all(st["status"] == 0 for st in states)
+        self.solver_ = "nystrom"
+        self.rho_ = lam if len(states) == 1 else np.full(len(states), lam)  # Observation 1, exact here
+        self.solver_stats_ = [{"n_iter": st["n_iter"], "cg_iter": st["cg_iter"], "decrement": st["decrement"],
+                               "objective": st["objective"], "status": st["status"]} for st in states]
+        if len(states) == 1:
+            self.objective_ = float(self.objective_[0])
+        warn_if_stopped_early(self, [st["status"] for st in states],
+                              f"Newton stopped at max_iter={self.max_iter} before the objective reached tol. "
+                              "Raise max_iter or tol.")
+
     def _store_model(self, X, keep, problems, Ck, lam, results):
         n_prob = len(results)
         n_keep = len(keep)
@@ -276,6 +435,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self.rho_ = np.array([v[0] for v in rb])
         self.duality_gap_ = np.array([duality_gap(r, yk, Ck, lam) for r, yk in zip(results, problems)])
         self.dual_objective_ = np.array([r["obj"] for r in results])
+        self.objective_ = np.array([primal_objective(r, yk, Ck, lam) for r, yk in zip(results, problems)])
+        self.solver_ = "smo"
         self.kkt_gap_ = np.array([r["gap"] for r in results])
         self.n_iter_ = np.array([r["n_iter"] for r in results], dtype=np.int64)
         self.n_kernel_evals_ = np.array([r["kernel_evals"] for r in results], dtype=np.int64)
@@ -285,6 +446,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         if n_prob == 1:  # the scalar forms for a binary problem
             self.rho_ = float(self.rho_[0])
             self.duality_gap_ = float(self.duality_gap_[0])
+            self.objective_ = float(self.objective_[0])
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):
@@ -294,18 +456,24 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         dec = self._decision_values(X, self.dual_coef_, self.intercept_)
         return dec[:, 0] if len(self.classes_) == 2 else dec
 
-    def predict_proba(self, X):
-        """P(y | x) = 1 / (1 + exp(-y f(x))) (S-KLR eq. 3); one-vs-rest probabilities are normalised
-        to sum to 1."""
-        dec = self.decision_function(X)
-        if len(self.classes_) == 2:
-            p1 = expit(dec)
-            return np.column_stack([1.0 - p1, p1])
-        P = expit(dec)
-        return P / P.sum(axis=1, keepdims=True)
+    def _log_odds(self, X):
+        """f(x) / T: the decision values on the scale of the log-odds, T = ``temperature_`` (1 for KLR,
+        for S-KLR at lam = 0 and for models saved before the attribute existed)."""
+        return self.decision_function(X) / getattr(self, "temperature_", 1.0)
 
     def predict_log_proba(self, X):
-        return np.log(self.predict_proba(X))
+        """log P(y | x), computed in log space (log-sigmoid; one-vs-rest scores normalised by
+        logsumexp), so that no probability underflows to log 0."""
+        return _log_proba(self._log_odds(X))
+
+    def predict_proba(self, X):
+        """P(y | x) = 1 / (1 + exp(-y f(x) / T)) with T = ``temperature_`` (S-KLR eq. 3 when T = 1:
+        KernelLogisticRegression, and SparseKernelLogisticRegression at lam = 0; see the latter for
+        T at lam > 0); one-vs-rest probabilities (each class's own T) are normalised to sum to 1."""
+        z = self._log_odds(X)
+        if len(self.classes_) == 2:
+            return np.column_stack([expit(-z), expit(z)])
+        return np.exp(_log_proba(z))
 
     def predict(self, X):
         """The argmax of predict_proba (so the two always agree)."""
@@ -336,15 +504,18 @@ _PARAMS_DOC = """
         Variables at a bound whose KKT condition holds leave the active set; all are re-checked at
         the end (the solution does not change).
     cache_size : float, default=1000
-        Kernel-row cache in MB (float32 rows; never exceeded). Larger than SVC's 200 MB because the
+        Memory budget in MB: on the compact route for its N x (M + 1) kernel block (float32 unless
+        tol < 1e-4; a basis that does not fit is refused with a ValueError before any work). On
+        the SMO route the kernel-row cache (float32 rows; never exceeded). Larger than SVC's 200 MB because the
         KLR solution is dense: every row is revisited several times (5 to 10 times per row on magic
         and a9a), so a cache that holds all N^2 * 4 bytes makes the solve several times cheaper
         (benchmarks/results/klr.md); when it does hold them, the rows computed for the start-up are
         kept.
     class_weight : dict or 'balanced', default=None
     max_iter : int, default=-1
-        Cap on SMO pair steps per binary problem (-1: none); hitting it warns (ConvergenceWarning)
-        and sets ``converged_ = False``.
+        Cap on SMO pair steps (Newton steps on the compact route) per binary problem (-1: none;
+        the compact route then stops after 1000); hitting it warns (ConvergenceWarning) and sets
+        ``converged_ = False``.
     n_jobs : int or None, default=None
         Threads (None: all cores).
     verbose : bool, default=False
@@ -354,6 +525,26 @@ _PARAMS_DOC = """
         Seconds for the whole fit: the solver stops at the budget with a ConvergenceWarning and
         returns its current iterate as a usable model (``converged_ = False``); see
         :class:`sparsekernel.SVC`. Progress also goes to scikit-learn's callbacks (``set_callbacks``).
+    solver : {'auto', 'smo', 'nystrom'}, default='auto'
+        'smo': the exact dual by SMO (every training point is a candidate expansion vector).
+        'nystrom': the compact-basis route: f(x) = sum_j beta_j K(z_j, x) + b over ``n_components``
+        basis points, the (shifted) primal restricted to them solved by preconditioned Newton-CG on
+        the N x M kernel block (with M = N and the training set as basis this is the exact KLR).
+        'auto': 'smo' up to 10,000 training points, 'nystrom' beyond (where the exact dual, dense
+        in a, costs several N^2 kernel values; benchmarks/results/klr_compact.md).
+    n_components : int or 'auto', default='auto'
+        Basis size M of the compact route. 'auto' starts at 256 points and doubles while a doubling
+        lowers the objective by more than 1 %, up to 4096 and to what ``cache_size`` holds.
+    basis : {'uniform', 'kmeans', 'ivm'}, default='uniform'
+        Basis points of the compact route: a uniform sample of the training points, k-means
+        centres, or a batched import-vector rule (Zhu & Hastie's IVM: points imported by the
+        objective decrease of a one-coordinate Newton step). On a9a, w8a, magic and skin k-means
+        gives the log-loss of a uniform sample at a higher cost; IVM is better at equal M on w8a.
+    refine_basis : int, default=0
+        L-BFGS iterations that move the basis points to lower the objective (learned expansion
+        vectors for the logistic loss, as SLMC learns them for the hinge loss); 0 keeps them.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the basis choice and the preconditioner's row sample of the compact route.
 """
 
 _ATTRS_DOC = """
@@ -361,22 +552,36 @@ _ATTRS_DOC = """
     ----------
     classes_ : ndarray
     support_ : ndarray of int32
-        Indices of the expansion vectors (a_i above the lower bound in some binary problem).
+        Indices of the expansion vectors (a_i above the lower bound in some binary problem; on the
+        compact route the basis points, empty when they are k-means centres or refined points).
     support_vectors_ : ndarray or sparse matrix
+        The expansion vectors (the basis points z_j on the compact route).
     dual_coef_ : ndarray of shape (n_problems, n_expansion)
-        a_i y_i of each binary problem (one problem for two classes, one per class otherwise).
+        a_i y_i of each binary problem (one problem for two classes, one per class otherwise);
+        beta_j on the compact route.
     intercept_ : ndarray of shape (n_problems,)
         -b, so that f(x) = K(x, SV) @ dual_coef_.T + intercept_.
     n_expansion_ : int
         Number of expansion vectors kept; ``sparsity_`` = n_expansion_ / n_samples.
+    solver_ : str
+        The route that fitted the model ('smo' or 'nystrom').
+    objective_ : float or ndarray
+        The (shifted) primal 1/2 ||w||^2 + sum_i C_i log(1 + exp(lam - y_i f(x_i))) at the returned
+        model, on both routes (comparable between them).
     rho_ : float or ndarray
         rho of S-KLR eq. (20), measured by least squares on the free variables (Observation 1: = lam);
         NaN when the free variables all belong to one class (then (20) cannot separate rho from b).
+        On the compact route lam itself (the primal is solved with rho = lam).
     duality_gap_ : float or ndarray
-        Relative gap between the shifted primal and the dual at the returned point (>= 0).
+        Relative gap between the shifted primal and the dual at the returned point (>= 0; SMO route).
     bound_ : ndarray
-        The box parameter used by each problem.
-    n_iter_, n_kernel_evals_, dual_objective_, kkt_gap_ : ndarray of shape (n_problems,)
+        The box parameter used by each problem (SMO route).
+    n_iter_, n_kernel_evals_ : ndarray of shape (n_problems,)
+        SMO pair steps, or Newton steps on the compact route; kernel values computed.
+    dual_objective_, kkt_gap_ : ndarray of shape (n_problems,)
+        SMO route only.
+    n_cg_iter_ : int
+        Conjugate-gradient steps of all Newton steps (compact route only).
     converged_ : bool
     fit_time_ : float
     solver_stats_ : list of dict
@@ -393,7 +598,8 @@ class KernelLogisticRegression(_BaseKLR):
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second", bound="auto",
                  tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, n_jobs=None,
-                 verbose=False, time_limit=None):
+                 verbose=False, time_limit=None, solver="auto", n_components="auto", basis="uniform",
+                 refine_basis=0, random_state=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -409,22 +615,53 @@ class KernelLogisticRegression(_BaseKLR):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.time_limit = time_limit
+        self.solver = solver
+        self.n_components = n_components
+        self.basis = basis
+        self.refine_basis = refine_basis
+        self.random_state = random_state
 
 
 class SparseKernelLogisticRegression(_BaseKLR):
     __doc__ = """Sparse kernel logistic regression (S-KLR, Consolo, Manno & Amaldi).
 
     The dual of KLR with an extra -lam sum_i a_i (S-KLR (22)), i.e. the logistic loss shifted by
-    rho = lam: most a_i settle at the lower bound and drop out of the model.
+    rho = lam: min 1/2 ||w||^2 + sum_i C_i log(1 + exp(lam - y_i f(x_i))). A point leaves the model
+    (a_i at the lower bound) once its margin y_i f(x_i) exceeds lam + log(C_i / bound): lam is on the
+    log-odds scale, and sparsity needs a C well above log(C / bound) (see ``auto_lam``).
+
+    Probabilities. The shifted loss inflates f (S-KLR section 3.1: ||w|| grows with lam while the
+    boundary stays), so sigma(f) is over-confident at lam > 0 (phishing-like data at C = 10:
+    test log-loss doubles by lam = C / 2). ``predict_proba`` reports sigma(f / T) with one
+    temperature T >= 1 per binary problem, fitted by maximum likelihood on the training decision
+    values (weighted by C_i; ``temperature_``); T = 1 exactly at lam = 0, where the model is KLR's.
+    The shifted loss's own inverse link, log-odds = log sigma(lam + f) - log sigma(lam - f) (the
+    population minimiser of the shifted loss: a proper composite loss), was measured against it and
+    is worse wherever the fit is not separable (it is exact only for the unregularised population
+    minimiser, and the regularised f at large lam is SVM-like, f ~ lam g): e.g. magic at C = 10,
+    lam = 10: test log-loss 0.437 against 0.342 with T and 0.324 at lam = 0
+    (benchmarks/results/klr_sklr_default.md). The temperature keeps the sign of f, so ``predict``
+    (the argmax of ``predict_proba``) is unchanged for two classes. Where the training points are
+    all fitted with large margins (a separable, over-fitted model) the likelihood asks for no
+    deflation and T = 1, as sigma(f) is then over-confident at lam = 0 too.
     """ + _PARAMS_DOC.replace("    C : float", """    lam : float or 'auto', default='auto'
-        The sparsity coefficient (>= 0); 'auto' = C / 10 (S-KLR Appendix C's lambda-choice).
+        The sparsity coefficient (>= 0). 'auto' = ``auto_lam(C, bound)`` = clip(log((C - b) / b),
+        C / 10, C / 4): the paper's lambda-choice C / 10 (Appendix C) for C >~ 200, log((C - b) / b)
+        (about 16 with b = 1e-5) for C between about 60 and 200, C / 4 below, where no lam is both
+        sparse and accurate (with the defaults C = 1, gamma='scale' the model keeps every point;
+        raise C for a sparse model). ``sklr_path`` walks lam with warm starts;
         ``klr_lambda_bound`` gives the Proposition 1 value above which the minority class stops
         being sparse.
-    C : float""", 1) + _ATTRS_DOC
+    C : float""", 1) + _ATTRS_DOC.replace("""    bound_ : ndarray""", """    lam_ : float
+        The lam the fit used ('auto' resolved).
+    temperature_ : float or ndarray of shape (n_problems,)
+        T of ``predict_proba`` = sigma(f / T) (1 at lam = 0).
+    bound_ : ndarray""", 1)
 
     def __init__(self, C=1.0, lam="auto", kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second",
                  bound="auto", tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1,
-                 n_jobs=None, verbose=False, time_limit=None):
+                 n_jobs=None, verbose=False, time_limit=None, solver="auto", n_components="auto", basis="uniform",
+                 refine_basis=0, random_state=None):
         self.C = C
         self.lam = lam
         self.kernel = kernel
@@ -441,14 +678,64 @@ class SparseKernelLogisticRegression(_BaseKLR):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.time_limit = time_limit
+        self.solver = solver
+        self.n_components = n_components
+        self.basis = basis
+        self.refine_basis = refine_basis
+        self.random_state = random_state
 
     def _lam(self):
         if isinstance(self.lam, str):
             if self.lam != "auto":
                 raise ValueError(f"lam must be 'auto' or a float >= 0, got {self.lam!r}")
-            return float(self.C) / 10.0
+            check_positive("C", self.C)
+            return auto_lam(float(self.C), self.bound)
         check_positive("lam", self.lam, allow_zero=True)
         return float(self.lam)
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (dense or CSR; a kernel matrix for 'precomputed') and labels y, then the
+        temperature of ``predict_proba`` on the training decision values.
+
+        Two classes give one problem; more give one-vs-rest problems (one per class).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None
+
+        Returns
+        -------
+        self
+        """
+        super().fit(X, y, sample_weight)
+        t0 = time.perf_counter()
+        self.lam_ = self._lam()
+        self.temperature_ = self._fit_temperature(X, y, sample_weight)
+        self.fit_time_ += time.perf_counter() - t0
+        return self
+
+    def _fit_temperature(self, X, y, sample_weight):
+        """T per binary problem (see fit_temperature): 1 at lam = 0, else fitted on the decision values
+        of (a fixed subsample of at most _TEMPERATURE_SAMPLE) training points weighted by C_i."""
+        from sklearn.utils.validation import column_or_1d
+
+        n_prob = 1 if len(self.classes_) == 2 else len(self.classes_)
+        if self.lam_ == 0.0:
+            return 1.0 if n_prob == 1 else np.ones(n_prob)
+        X = self._validate_X(X)
+        y_enc = np.searchsorted(self.classes_, column_or_1d(y))
+        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X.shape[0])
+        rows = np.arange(X.shape[0])
+        if len(rows) > _TEMPERATURE_SAMPLE:
+            rows = np.sort(np.random.RandomState(0).choice(len(rows), _TEMPERATURE_SAMPLE, replace=False))
+        dec = self.decision_function(X[rows] if len(rows) < X.shape[0] else X)
+        dec = dec.reshape(len(rows), -1)
+        targets = [1] if n_prob == 1 else range(n_prob)
+        T = np.array([fit_temperature(np.where(y_enc[rows] == k, 1.0, -1.0) * dec[:, j], Ci[rows])
+                      for j, k in enumerate(targets)])
+        return float(T[0]) if n_prob == 1 else T
 
 
 def klr_lambda_bound(X, y, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3, bound="auto", tol=1e-5,
@@ -501,3 +788,99 @@ def klr_lambda_bound(X, y, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree
     else:
         Kr = KernelEvaluator(kernel, g, float(coef0), int(degree), threads)(X[rows], Xc)
     return float(np.max(Kr @ w))
+
+
+def lam_path_fits(estimator, X, y, lams, sample_weight=None):
+    """Fit ``estimator`` (a SparseKernelLogisticRegression, cloned) at every lam of ``lams`` in the
+    given order, each solve warm-started from the previous lam's: yields (model, warm_started).
+
+    At fixed C the box [bound, C_i - bound] does not depend on lam, so the previous solution a is a
+    feasible start and its gradient needs no kernel evaluation, G0 = G + lam_prev - lam
+    (``_warm.warm_point``); each binary problem keeps one engine session (its kernel row cache) over
+    the whole walk (``_warm.PathStore``). The fits take the exact SMO route whatever ``solver`` says:
+    the path is the one of the S-KLR dual. Each model is what ``fit`` gives at that lam (same
+    attributes, temperature included); its ``solver_stats_`` say ``warm_started``.
+    """
+    from sklearn.base import clone
+
+    from ._warm import DualState, PathStore, warm_point
+
+    base = clone(estimator)
+    threads = base._check_params()
+    X, y = validate_data(base, X, y, accept_sparse=base._accept_sparse(), dtype=[np.float64, np.float32], order="C")
+    base._check_precomputed(X, fit=True)
+    if sp.issparse(X):
+        X = canonical_csr(X)
+    check_classification_targets(y)
+    classes, y_enc = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"The number of classes has to be greater than one; got {len(classes)} class")
+    Ci = per_sample_bounds(float(base.C), classes, y_enc, base.class_weight, sample_weight, X.shape[0])
+    keep = np.flatnonzero(Ci > 0)
+    if len(np.unique(y_enc[keep])) < 2:
+        raise ValueError("Invalid input: the samples with positive weight (sample_weight times class_weight) "
+                         "must belong to at least two classes")
+    gamma = resolve_gamma(base.gamma, X) if base.kernel != "precomputed" else 0.0
+    Xk = X[keep] if len(keep) < X.shape[0] else X
+    if base.kernel == "precomputed":
+        Xk = np.ascontiguousarray(X[np.ix_(keep, keep)])
+    Xc = core_matrix(Xk)
+    Ck = np.ascontiguousarray(Ci[keep])
+    problems = []
+    for k in [1] if len(classes) == 2 else range(len(classes)):
+        yk = np.where(y_enc[keep] == k, 1.0, -1.0)
+        if np.all(yk > 0) or np.all(yk < 0):
+            raise ValueError(f"class {classes[k]!r} has no sample of positive weight")
+        b, shrunk = box_bound(base.bound, Ck, yk)
+        if shrunk:
+            warnings.warn(f"bound='auto': the box admits no a with y'a = 0; using bound={b:.3g}, half the largest "
+                          "feasible value", UserWarning)
+        problems.append((yk, np.full(len(yk), b), Ck - b))
+    params = (KERNELS[base.kernel], gamma, float(base.coef0), int(base.degree))
+    kernel_key = (base.kernel, gamma, float(base.coef0), int(base.degree))
+    workers = threads if len(problems) >= threads else 1
+    inner = 1 if workers > 1 else threads
+    store = PathStore()
+    fitted = {k: v for k, v in vars(base).items() if k.endswith("_") and not k.startswith("_")}
+    try:
+        for lam in lams:
+            t0 = time.perf_counter()
+            check_positive("lam", lam, allow_zero=True)
+            lam = float(lam)
+            model = clone(estimator).set_params(lam=lam)
+            model.__dict__.update(fitted)  # n_features_in_ (feature_names_in_) of the validation above
+            model.classes_, model._gamma, model.shape_fit_ = classes, gamma, X.shape
+
+            def solve(k, token):
+                yk, lo, hi = problems[k]
+                p = np.full(len(yk), -lam)
+                a0, g0 = warm_point(store.state(k), hi, p, kernel_key, entropic=True)
+                warm = a0 is not None
+                if not warm:
+                    a0 = initial_point(Ck, yk, lo, hi)
+                session = store.take_session(k, kernel_key)
+                if session is None:
+                    session = _core.Session(Xc, *params, yk, 0, float(base.cache_size), inner)
+                r = _core.solve(Xc, *params, TERM_ENTROPIC, yk, p, Ck, lo, hi, a0, float(base.tol),
+                                int(base.max_iter), bool(base.shrinking), base.wss == "second", False, 0,
+                                float(base.cache_size), inner, token, False, False, 0, g0, session,
+                                float(base.time_limit or 0.0), None)
+                store.put_session(k, kernel_key, session)
+                store.put_state(k, DualState(r["alpha"], r["grad"], hi, p, kernel_key))
+                r["lo"], r["hi"], r["warm_started"] = lo, hi, warm
+                return r
+
+            results = run_parallel(solve, list(range(len(problems))), workers)
+            model._store_model(X, keep, [pr[0] for pr in problems], Ck, lam, results)
+            for st, r in zip(model.solver_stats_, results):
+                st["warm_started"] = r["warm_started"]
+            model.lam_ = lam
+            model.fit_time_ = time.perf_counter() - t0
+            model.temperature_ = model._fit_temperature(X, y, sample_weight)
+            model.fit_time_ = time.perf_counter() - t0
+            warn_if_stopped_early(model, [r["status"] for r in results],
+                                  f"Solver terminated early (max_iter={base.max_iter}): the KKT gap is above tol. "
+                                  "Raise max_iter or tol.")
+            yield model, all(r["warm_started"] for r in results)
+    finally:
+        store.clear()

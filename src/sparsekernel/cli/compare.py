@@ -14,37 +14,13 @@ from rich.table import Table
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 
+from ..metrics import expected_calibration_error
 from ._common import (CLASSIFIERS, CliError, build_model, flag_of, model_class, model_options, n_expansion_vectors,
                       out, progress, read_data, split_model_params)
 from .model import split
 
 DEFAULT_MODELS = "svc,klr,sklr,nssvc,slmc"
 _METRICS = ("accuracy", "log_loss", "ece", "n_expansion", "fit_seconds", "predict_seconds")
-
-
-def expected_calibration_error(y, P, classes, n_bins=10):
-    """Top-label expected calibration error: sum over equal-width confidence bins of
-    |bin| / n * |accuracy(bin) - mean confidence(bin)|.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n,)
-        True labels.
-    P : ndarray of shape (n, n_classes)
-        Predicted probabilities, columns in the order of ``classes``.
-    classes : ndarray of shape (n_classes,)
-    n_bins : int, default=10
-
-    Returns
-    -------
-    ece : float
-    """
-    confidence = P.max(axis=1)
-    correct = (classes[np.argmax(P, axis=1)] == y).astype(np.float64)
-    bins = np.minimum((confidence * n_bins).astype(np.intp), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins)
-    gap = np.bincount(bins, correct, n_bins) - np.bincount(bins, confidence, n_bins)  # per bin: sum(acc - conf)
-    return float(np.abs(gap).sum() / max(1, count.sum())) if count.any() else float("nan")
 
 
 def _timed_predict(model, X):
@@ -70,7 +46,7 @@ def evaluate(model, Xtr, ytr, Xte, yte):
     if hasattr(model, "predict_proba"):
         P = model.predict_proba(Xte)
         row["log_loss"] = float(log_loss(yte, P, labels=model.classes_))
-        row["ece"] = expected_calibration_error(yte, P, model.classes_)
+        row["ece"] = expected_calibration_error(yte, P, classes=model.classes_, n_bins=10)
     return row
 
 

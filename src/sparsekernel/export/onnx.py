@@ -9,8 +9,9 @@ one converter per estimator family:
 - SVC: LIBSVM's one-vs-one decision values, the vote (ties to the first class), scikit-learn's
   'ovr' scores or the raw 'ovo' values, ``break_ties``, Platt probabilities for two classes;
 - SVR: the regression value;
-- KernelLogisticRegression, SparseKernelLogisticRegression: P = 1 / (1 + exp(-f)), normalised
-  one-vs-rest probabilities for more classes, the label their argmax;
+- KernelLogisticRegression, SparseKernelLogisticRegression: P = 1 / (1 + exp(-f / T)) (T = S-KLR's
+  ``temperature_``, 1 for KLR), normalised one-vs-rest probabilities for more classes, the label
+  their argmax;
 - NSSVC, SLMC, SparseKFD and the reduced-set baselines: the sign or the largest one-vs-rest score.
 
 The graph computes in the input's float type, float64 by default, so onnxruntime reproduces the
@@ -280,15 +281,18 @@ def convert_svr(scope, operator, container):
 
 
 def convert_klr(scope, operator, container):
-    """(Sparse) kernel logistic regression: P(y | x) = 1 / (1 + exp(-y f(x))) (S-KLR eq. 3),
-    one-vs-rest probabilities normalised to 1, the label their argmax (klr._BaseKLR)."""
+    """(Sparse) kernel logistic regression: P(y | x) = 1 / (1 + exp(-y f(x) / T)) (S-KLR eq. 3 with
+    S-KLR's temperature T = ``temperature_``, per one-vs-rest column; 1 for KLR), one-vs-rest
+    probabilities normalised to 1, the label their argmax (klr._BaseKLR)."""
     model = operator.raw_operator
     g = _Graph(scope, operator, container)
     dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))
     n_classes = len(model.classes_)
-    p = _expit(g, dec)
+    T = np.atleast_1d(np.asarray(getattr(model, "temperature_", 1.0), dtype=np.float64))
+    z = dec if np.all(T == 1.0) else g.op("Div", dec, g.const(T))
+    p = _expit(g, z)
     if n_classes == 2:
-        proba = g.op("Concat", g.op("Sub", g.const(1.0), p), p, axis=1)
+        proba = g.op("Concat", _expit(g, g.op("Neg", z)), p, axis=1)
     else:
         proba = g.op("Div", p, g.op("ReduceSum", p, g.axes(1), keepdims=1))
     _emit_label(g, operator, _argmax(g, proba))
