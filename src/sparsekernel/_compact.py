@@ -46,6 +46,8 @@ _TOL_SCALE = 1e-3
 _ARMIJO = 1e-4
 # the preconditioner is rebuilt (at the current curvature D) after a CG solve longer than this
 _CG_REFRESH = 4
+# basis points whose residual variance given the others is below this x max K(z, z) are dropped
+_INDEPENDENCE = 1e-9
 # n_components='auto': the basis starts at AUTO_START points and doubles while a doubling lowers J by
 # more than AUTO_REL_DECREASE (relative), up to the cap (benchmarks/results/klr_compact.md)
 AUTO_START = 256
@@ -336,6 +338,37 @@ def grow_basis(fit, M, basis, auto):
         K = np.hstack([K, Knew])
 
 
+def independent_columns(Kzz, prefer=None):
+    """Indices of basis points whose kernel columns are independent: a pivoted Cholesky of K_ZZ
+    (LAPACK dpstrf) keeps the points whose residual variance, given the points kept before them,
+    exceeds 1e-9 max_j K(z_j, z_j). A duplicate (or a point numerically in the span of the others)
+    adds nothing to the model's span, and its direction has zero curvature in (P_M): CG would
+    run away along it. ``prefer``: points known to be independent (the previous round's, which
+    carry the warm start's coefficients), kept first; the others are tested against them."""
+    from scipy.linalg import cholesky, solve_triangular
+    from scipy.linalg.lapack import dpstrf
+
+    M = Kzz.shape[0]
+    scale = float(np.max(np.diag(Kzz))) if M else 0.0
+    if not scale > 0:
+        return np.arange(0)
+    tol = _INDEPENDENCE * scale
+    first = np.arange(0) if prefer is None else np.asarray(prefer)
+    rest = np.setdiff1d(np.arange(M), first, assume_unique=True)
+    S = Kzz[np.ix_(rest, rest)]
+    if len(first):
+        try:
+            L = cholesky(Kzz[np.ix_(first, first)], lower=True, check_finite=False)
+        except LinAlgError:
+            return independent_columns(Kzz)
+        B = solve_triangular(L, Kzz[np.ix_(first, rest)], lower=True, check_finite=False)
+        S = S - B.T @ B  # the residual kernel of the other points given the preferred ones
+    if len(rest) == 0:
+        return np.sort(first)
+    _, piv, rank, _ = dpstrf(np.ascontiguousarray(S), lower=1, tol=tol)
+    return np.sort(np.concatenate([first, rest[piv[:rank] - 1]]))
+
+
 class CompactFit:
     """The binary problems (P_M) of one estimator fit on one basis: the training rows X (dense or
     CSR; the kernel matrix for 'precomputed'), the labels of each problem (+-1), C_i and lam, the
@@ -347,6 +380,7 @@ class CompactFit:
         self.budget = float(budget_mb) * 2**20
         self.precomputed = evaluator.kernel == "precomputed"
         self.n_newton, self.n_cg, self.statuses = 0, 0, []
+        self.last_cols = None  # the independent basis points of the last solve (independent_columns)
 
     # the kernel blocks
     def columns(self, idx):
@@ -398,9 +432,16 @@ class CompactFit:
     def solve_all(self, K, Kzz, w_prev=None, tol=None):
         """Newton on (P_M) for every problem with the block K = K(X, Z) and K_ZZ; returns the list of
         newton_compact results (warm from w_prev when given)."""
-        M = K.shape[1]
-        A = DesignMatrix(K, self.storage_dtype(M))
+        M_all = K.shape[1]
         Kzz = 0.5 * (Kzz + Kzz.T)
+        prefer = self.last_cols if w_prev is not None and self.last_cols is not None else None
+        cols = independent_columns(Kzz, prefer if prefer is None or prefer.max(initial=-1) < M_all else None)
+        self.last_cols = cols
+        if len(cols) < M_all:  # points in the span of the others (duplicates): beta = 0 for them
+            K, Kzz = K[:, cols], Kzz[np.ix_(cols, cols)]
+        wcols = np.append(cols, M_all)  # (beta of the kept points, b)
+        M = len(cols)
+        A = DesignMatrix(K, self.storage_dtype(M))
         n_sub = min(self.X.shape[0], max(2000, 2 * (M + 1)))
         out = []
         for k, yk in enumerate(self.problems):
@@ -408,7 +449,7 @@ class CompactFit:
                 w0 = np.zeros(M + 1)
                 w0[-1] = self.start(yk)
             else:
-                w0 = w_prev[k]
+                w0 = w_prev[k][wcols]
             progress = None if self.monitor is None else self.monitor.problem_if_needed(k)
             deadline = None if self.monitor is None else self.monitor.deadline
             r = newton_compact(CompactProblem(A, Kzz, yk, self.Ci, self.lam), w0,
@@ -416,6 +457,10 @@ class CompactFit:
                                n_subsample=n_sub, progress=progress, deadline=deadline)
             if progress is not None:
                 progress.end(r["n_iter"], r["decrement"], len(yk), r["status"])
+            if M < M_all:
+                w = np.zeros(M_all + 1)
+                w[wcols] = r["w"]
+                r["w"] = w
             self.n_newton += r["n_iter"]
             self.n_cg += r["cg_iter"]
             out.append(r)
