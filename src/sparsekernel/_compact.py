@@ -379,7 +379,7 @@ class CompactFit:
         self.ev, self.tol, self.max_iter, self.rng, self.monitor = evaluator, float(tol), int(max_iter), rng, monitor
         self.budget = float(budget_mb) * 2**20
         self.precomputed = evaluator.kernel == "precomputed"
-        self.n_newton, self.n_cg, self.statuses = 0, 0, []
+        self.n_newton, self.n_cg = 0, 0
         self.last_cols = None  # the independent basis points of the last solve (independent_columns)
 
     # the kernel blocks
