@@ -315,9 +315,7 @@ def grow_basis(fit, M, basis, auto):
     while True:
         states = fit.solve_all(K, K[idx], w0)
         J = sum(st["objective"] for st in states)
-        if len(idx) >= M or (auto and J_prev is not None and J_prev - J <= AUTO_REL_DECREASE * abs(J)):
-            return idx, states
-        if fit.monitor is not None and fit.monitor.out_of_time():
+        if fit.growth_done(len(idx), M, auto, J_prev, J):
             return idx, states
         J_prev = J
         add = min(M - len(idx), len(idx))
@@ -423,6 +421,15 @@ class CompactFit:
                          "n_components")
 
     # the solves
+    def growth_done(self, m, M, auto, J_prev, J):
+        """Whether a basis of m points is final: M reached, (with ``auto``) the last doubling lowered
+        J = sum of the problems' objectives by at most AUTO_REL_DECREASE, or no time left."""
+        if m >= M:
+            return True
+        if auto and J_prev is not None and J_prev - J <= AUTO_REL_DECREASE * abs(J):
+            return True
+        return self.monitor is not None and self.monitor.out_of_time()
+
     def start(self, yk):
         """w0: beta = 0 and b at the weighted class log-odds (the optimum of b alone at lam = 0)."""
         pos = float(self.Ci[yk > 0].sum())
@@ -519,9 +526,7 @@ def fit_compact(fit, M, basis, refine_steps, auto=False):
             Z = kmeans_basis(X, m, fit.rng)
             states = fit.solve_all(fit.block(Z), fit.gram(Z))
             J = sum(st["objective"] for st in states)
-            if m >= M or not auto or (J_prev is not None and J_prev - J <= AUTO_REL_DECREASE * abs(J)):
-                break
-            if fit.monitor is not None and fit.monitor.out_of_time():
+            if fit.growth_done(m, M, auto, J_prev, J):
                 break
             J_prev, m = J, min(M, 2 * m)
     else:

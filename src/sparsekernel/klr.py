@@ -417,8 +417,9 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
     def _compact_start(self, Xk, problems, Ck, lam, threads):
         """The exact route's start when its kernel rows cannot all stay cached (N^2 float32 entries
         over cache_size): the decision values of a compact fit on POLISH_COMPONENTS uniform basis
-        points (fewer if its float32 block would not fit cache_size), from which ``dual_start`` gives a near-optimal a (on a9a 3.1x fewer SMO steps and
-        1.7x fewer kernel values than the class-constant start, benchmarks/results/klr_compact.md);
+        points (fewer if its float32 block would not fit cache_size), from which ``dual_start`` gives
+        a near-optimal a (on a9a 3.1x fewer SMO steps and 1.7x fewer kernel values than the
+        class-constant start, benchmarks/results/klr_compact.md);
         None otherwise (with every row cached the kernel pass dominates and the start does not pay)."""
         n = Xk.shape[0]
         if self.kernel == "precomputed" or 4.0 * n * n <= float(self.cache_size) * 2**20 or n <= POLISH_COMPONENTS:
@@ -426,21 +427,25 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         M = min(POLISH_COMPONENTS, int(float(self.cache_size) * 2**20 // (4 * n)) - 1)
         if M < 64:  # the float32 block of a useful basis does not fit cache_size: start as usual
             return None
-        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)
-        fit = CompactFit(Xk, problems, Ck, lam, ev, tol=max(float(self.tol), 1e-4), max_iter=0,
-                         budget_mb=self.cache_size, rng=check_random_state(self.random_state))
+        fit = self._compact_problems(Xk, problems, Ck, lam, threads, tol=max(float(self.tol), 1e-4), max_iter=0)
         with threadpool_limits(limits=threads, user_api="blas"):
             _, _, states = fit_compact(fit, M, "uniform", 0)
         return [st["f"] for st in states]
+
+    def _compact_problems(self, Xk, problems, Ck, lam, threads, *, tol, max_iter, monitor=None):
+        """The binary problems on the compact route (_compact.CompactFit) with this estimator's
+        kernel, memory budget and random state."""
+        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)
+        return CompactFit(Xk, problems, Ck, lam, ev, tol=tol, max_iter=max_iter, budget_mb=self.cache_size,
+                          rng=check_random_state(self.random_state), monitor=monitor)
 
     def _fit_compact(self, X, Xk, keep, problems, Ck, lam, threads, y):
         """The compact-basis route (_compact.py): f(x) = sum_j beta_j K(z_j, x) + b over M basis points,
         Newton on the (shifted) primal restricted to them."""
         M, auto = self._n_components(len(keep))
-        ev = KernelEvaluator(self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)
         monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, metric="decrement")
-        fit = CompactFit(Xk, problems, Ck, lam, ev, tol=self.tol, max_iter=self.max_iter if self.max_iter > 0 else 0,
-                         budget_mb=self.cache_size, rng=check_random_state(self.random_state), monitor=monitor)
+        fit = self._compact_problems(Xk, problems, Ck, lam, threads, tol=self.tol,
+                                     max_iter=self.max_iter if self.max_iter > 0 else 0, monitor=monitor)
         with threadpool_limits(limits=threads, user_api="blas"):
             Z, idx, states = fit_compact(fit, M, self.basis, int(self.refine_basis), auto=auto)
         monitor.close()
