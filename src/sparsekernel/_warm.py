@@ -22,24 +22,43 @@ import contextlib
 import hashlib
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 
-def data_fingerprint(X, y, sample_weight=None):
-    """A digest of the training data (values, structure and labels), keying warm-start states."""
+def rows_digest(X):
+    """A digest of the points of X (values and sparsity structure), the index dtypes of CSR
+    normalised: the rows of a search's training set are recognised in every fold's copy."""
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((X.shape, str(X.dtype), sp.issparse(X))).encode())
     if sp.issparse(X):
-        for a in (X.data, X.indices, X.indptr):
-            h.update(np.ascontiguousarray(a).tobytes())
+        h.update(np.ascontiguousarray(X.data).tobytes())
+        h.update(np.ascontiguousarray(X.indices, dtype=np.int32).tobytes())
+        h.update(np.ascontiguousarray(X.indptr, dtype=np.int64).tobytes())
     else:
         h.update(np.ascontiguousarray(X).tobytes())
+    return h.hexdigest()
+
+
+class DataKey(NamedTuple):
+    """Keys of a fit's training data: ``rows`` (X alone: which rows of a search's training set)
+    and ``full`` (X, labels and weights: which warm-start states apply)."""
+
+    rows: str
+    full: str
+
+
+def data_fingerprint(X, y, sample_weight=None):
+    """The DataKey of a fit's training data."""
+    rows = rows_digest(X)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(rows.encode())
     h.update(np.ascontiguousarray(y).tobytes())
     if sample_weight is not None:
         h.update(np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes())
-    return h.hexdigest()
+    return DataKey(rows, h.hexdigest())
 
 
 @dataclass
@@ -91,16 +110,39 @@ def warm_point(state, hi, p, kernel_key, entropic=False):
     return a0, s * Qa + p
 
 
-class PathStore:
-    """Warm-start states and engine sessions shared by the fits of a path or a path search.
+@dataclass
+class RowSource:
+    """Where a fit on a search's fold reads its kernel rows: the search's SharedRows of its kernel,
+    the fold's rows in it (``index``), and the budget of each of the fit's own caches (MB)."""
 
-    Thread-safe: a session is handed to one fit at a time (taken, then given back)."""
+    rows: object
+    index: np.ndarray
+    local_mb: float
+
+
+#: Share of a search's cache budget given to the rows shared by all its fits (the rest is split
+#: between the fits' own caches of gathered rows). Measured in benchmarks/bench_path.py.
+SHARED_FRACTION = 0.5
+
+
+class PathStore:
+    """Warm-start states, engine sessions and shared kernel rows for the fits of a path or a path
+    search.
+
+    Thread-safe: a session is handed to one fit at a time (taken, then given back); the shared rows
+    are read by every fit at once."""
 
     def __init__(self, deadline=None):
         self._lock = threading.Lock()
         self.deadline = deadline  # time.perf_counter() at which the fits of the path stop (a search's budget)
         self._states = {}
         self._sessions = {}  # problem key -> (kernel_key, session): the kernel being walked only
+        self._whole = None  # the search's training set, as the engine reads it
+        self._folds = {}  # rows digest of a fold's training points -> their rows in the whole set
+        self._budget_mb = 0.0
+        self._n_folds = 1
+        self._shared = None  # (kernel_key, SharedRows): the kernel being walked only
+        self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
 
     def state(self, key):
         with self._lock:
@@ -123,10 +165,53 @@ class PathStore:
             # one session per problem: a new kernel replaces (and frees) the previous one's cache
             self._sessions[key] = (kernel_key, session)
 
+    def share_rows(self, X, folds, cache_mb):
+        """Let the fits on ``X[fold]`` (``folds``: index arrays) read their kernel rows from one
+        SharedRows over X per kernel setting, within ``cache_mb`` MB for all of them together."""
+        from ._base import core_matrix
+
+        with self._lock:
+            self._whole = core_matrix(X)
+            self._budget_mb = float(cache_mb)
+            self._n_folds = max(1, len(folds))
+            for fold in folds:
+                fold = np.asarray(fold, dtype=np.int64)
+                self._folds[rows_digest(X[fold])] = fold.astype(np.int32)
+
+    def row_source(self, rows_key, kernel_key, n_problems):
+        """The RowSource of a fit whose training points have digest ``rows_key``, or None (not a
+        registered fold, or a precomputed kernel)."""
+        from . import _core
+        from ._base import KERNELS
+
+        with self._lock:
+            index = self._folds.get(rows_key)
+            if index is None or kernel_key[0] not in KERNELS or kernel_key[0] == "precomputed":
+                return None
+            if self._shared is None or self._shared[0] != kernel_key:
+                if self._shared is not None:
+                    self.kernel_evals += self._shared[1].kernel_evals
+                name, gamma, coef0, degree = kernel_key
+                rows = _core.SharedRows(self._whole, KERNELS[name], float(gamma), float(coef0), int(degree),
+                                        SHARED_FRACTION * self._budget_mb)
+                self._shared = (kernel_key, rows)
+                # the previous kernel's sessions hold gathered rows of a kernel no longer walked
+                self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel_key}
+            local = (1.0 - SHARED_FRACTION) * self._budget_mb / (self._n_folds * max(1, n_problems))
+            return RowSource(self._shared[1], index, local)
+
+    def total_kernel_evals(self):
+        """Kernel values computed by the shared rows of the search so far."""
+        with self._lock:
+            return self.kernel_evals + (self._shared[1].kernel_evals if self._shared is not None else 0)
+
     def clear(self):
         with self._lock:
             self._states.clear()
             self._sessions.clear()
+            self._folds.clear()
+            self._shared = None
+            self._whole = None
 
 
 _active = []

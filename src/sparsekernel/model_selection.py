@@ -13,13 +13,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import parallel_config
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
 
-from ._base import check_positive
+from ._base import canonical_csr, check_positive
 from ._warm import PathStore, active_store, path_context
 
 
@@ -250,12 +251,33 @@ class PathSearchCV(BaseSearchCV):
             more_results = {k: [v[c] for c in order] for k, v in more_results.items()}
         return super()._format_results(candidate_params, n_splits, out, more_results)
 
+    def _share_rows(self, store, X, y, params):
+        """One kernel row cache per kernel setting for all the folds: register the folds' training
+        points (the splits are those BaseSearchCV.fit makes: same cv, same arguments)."""
+        from sklearn.base import is_classifier
+        from sklearn.model_selection import check_cv
+        from sklearn.utils.validation import check_array, indexable
+
+        if callable(self.estimator.kernel) or self.estimator.kernel == "precomputed":
+            return
+        try:
+            Xv = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C")
+            X_i, y_i = indexable(X, y)
+            cv = check_cv(self.cv, y_i, classifier=is_classifier(self.estimator))
+            folds = [train for train, _ in cv.split(X_i, y_i, params.get("groups"))]
+        except (TypeError, ValueError):  # left to BaseSearchCV.fit to report
+            return
+        if sp.issparse(Xv):
+            Xv = canonical_csr(Xv)
+        store.share_rows(Xv, folds, float(self.estimator.cache_size))
+
     def fit(self, X, y=None, **params):
         """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
         _check_estimator(self.estimator)
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
         store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
+        self._share_rows(store, X, y, params)
         try:
             with path_context(store), parallel_config(backend="threading"):
                 return super().fit(X, y, **params)

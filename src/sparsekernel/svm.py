@@ -210,6 +210,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         route = self._route()
         kernel = self._kernel_name()
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
+        # a fold of a PathSearchCV reads its kernel rows from the search's shared rows
+        source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
 
         def solve(k, token):
             pr = problems[k]
@@ -224,8 +226,11 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             Xc = core_matrix(Xp)
             session = store.take_session(key, kernel_key) if store is not None else None
             if store is not None and session is None:
-                session = _core.Session(Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree),
-                                        pr["y"], pr["problem"], float(self.cache_size), inner_threads)
+                session = _core.Session(
+                    Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), pr["y"], pr["problem"],
+                    float(self.cache_size) if source is None else source.local_mb, inner_threads,
+                    None if source is None else source.rows,
+                    None if source is None else np.ascontiguousarray(source.index[idx]))
             progress = monitor.problem(k) if monitor is not None else None
             r = _core.solve(
                 Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,

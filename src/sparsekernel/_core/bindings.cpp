@@ -137,6 +137,7 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
 // over C or epsilon): its row cache, and the order shrinking left it in, carry over.
 struct Session {
     nb::object X_owner;
+    nb::object shared_owner;  // the SharedRows the provider reads from, or None
     int problem = 0;  // 0: one variable per point (KernelQ); 1: eps-SVR, two per point (SvrQ)
     int64_t l = 0;
     std::vector<double> y;
@@ -144,11 +145,29 @@ struct Session {
     std::unique_ptr<sk::SvrQ> sq;
 };
 
+// A grid search's kernel rows over its whole training set (shared_rows.hpp), one per kernel setting.
+struct PySharedRows {
+    nb::object X_owner;
+    std::unique_ptr<sk::SharedRows> rows;
+};
+
 Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, int degree, DArray y, int problem,
-                      double cache_mb, int nthreads) {
+                      double cache_mb, int nthreads, nb::object shared_obj, nb::object global_obj) {
     const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
     auto* s = new Session();
     s->X_owner = X_obj;
+    sk::SharedRows* shared = nullptr;
+    std::vector<int32_t> global;
+    if (!shared_obj.is_none()) {
+        // point t of this problem is row global[t] of the shared set (the search's whole training set)
+        shared = nb::cast<PySharedRows&>(shared_obj).rows.get();
+        I32Array g = nb::cast<I32Array>(global_obj);
+        if (int64_t(g.shape(0)) != X.m.n) throw std::invalid_argument("session: global needs one index per point");
+        global.assign(g.data(), g.data() + X.m.n);
+        for (int32_t v : global)
+            if (v < 0 || v >= shared->n()) throw std::invalid_argument("session: global index out of range");
+        s->shared_owner = shared_obj;
+    }
     s->problem = problem;
     s->l = int64_t(y.shape(0));
     s->y.assign(y.data(), y.data() + s->l);
@@ -157,10 +176,12 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
     nthreads = std::max(1, nthreads);
     if (problem == 1) {
         if (2 * X.m.n != s->l) throw std::invalid_argument("session: eps-SVR needs 2 n labels");
-        s->sq = std::make_unique<sk::SvrQ>(X.m, params, X.m.n, bytes, nthreads);
+        s->sq = std::make_unique<sk::SvrQ>(X.m, params, X.m.n, bytes, nthreads, shared, global.data());
     } else {
         if (X.m.n != s->l) throw std::invalid_argument("session: inconsistent lengths");
-        s->kq = std::make_unique<sk::KernelQ>(X.m, params, y.data(), s->l, bytes, nthreads);
+        s->kq = shared ? std::make_unique<sk::KernelQ>(X.m, params, y.data(), s->l, bytes, nthreads, shared,
+                                                       global.data())
+                       : std::make_unique<sk::KernelQ>(X.m, params, y.data(), s->l, bytes, nthreads);
     }
     return s;
 }
@@ -372,15 +393,36 @@ NB_MODULE(_core, m) {
           "progress"_a.none() = nb::none());
     nb::class_<Session>(m, "Session")
         .def("__init__", [](Session* self, nb::object X, int kernel, double gamma, double coef0, int degree, DArray y,
-                            int problem, double cache_mb, int nthreads) {
-                 Session* s = make_session(X, kernel, gamma, coef0, degree, y, problem, cache_mb, nthreads);
+                            int problem, double cache_mb, int nthreads, nb::object shared, nb::object global) {
+                 Session* s = make_session(X, kernel, gamma, coef0, degree, y, problem, cache_mb, nthreads, shared,
+                                           global);
                  new (self) Session(std::move(*s));
                  delete s;
              },
-             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a, "problem"_a, "cache_mb"_a, "nthreads"_a)
+             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a, "problem"_a, "cache_mb"_a, "nthreads"_a,
+             "shared"_a.none() = nb::none(), "global_index"_a.none() = nb::none())
         .def_prop_ro("cache_peak_bytes", [](const Session& s) {
             return int64_t(s.sq ? s.sq->cache().peak_bytes() : s.kq->cache().peak_bytes());
         });
+    nb::class_<PySharedRows>(m, "SharedRows")
+        .def("__init__", [](PySharedRows* self, nb::object X_obj, int kernel, double gamma, double coef0, int degree,
+                            double cache_mb) {
+                 const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
+                 const auto params = make_params(kernel, gamma, coef0, degree);
+                 if (params.type == sk::KernelType::precomputed)
+                     throw std::invalid_argument("SharedRows: a precomputed kernel is already a matrix");
+                 new (self) PySharedRows();
+                 self->X_owner = X_obj;
+                 self->rows = std::make_unique<sk::SharedRows>(X.m, params,
+                                                               std::size_t(cache_mb * 1024.0 * 1024.0));
+             },
+             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "cache_mb"_a)
+        .def_prop_ro("n", [](const PySharedRows& s) { return s.rows->n(); })
+        .def_prop_ro("kernel_evals", [](const PySharedRows& s) { return s.rows->kernel_evals(); })
+        .def_prop_ro("hits", [](const PySharedRows& s) { return s.rows->hits(); })
+        .def_prop_ro("misses", [](const PySharedRows& s) { return s.rows->misses(); })
+        .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); })
+        .def_prop_ro("budget_bytes", [](const PySharedRows& s) { return int64_t(s.rows->budget_bytes()); });
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })

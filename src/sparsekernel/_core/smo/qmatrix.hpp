@@ -1,6 +1,7 @@
 // Q-providers for the SMO engine, kept apart from the solver (as in LIBSVM):
 //   KernelQ   Q_ij = y_i y_j K(x_i, x_j) computed by the kernel module, rows cached (RowCache),
 //             addressed by active position (perm maps an active position to the original index);
+//             or, inside a grid search, gathered from the search's SharedRows through an index map;
 //   SvrQ      eps-SVR's 2N variables over N points (LIBSVM's SVR_Q): kernel rows cached once per
 //             point, gathered with signs into the 2N positions;
 //   DenseQ    a small dense q x q matrix already in memory: the sub-problem of the batched route.
@@ -16,6 +17,8 @@
 
 #include "../cache.hpp"
 #include "../kernels.hpp"
+#include "../parallel.hpp"
+#include "../shared_rows.hpp"
 
 namespace sk {
 
@@ -37,6 +40,21 @@ public:
         }
         kernel_evals += l;
         rebuild_working_copy();
+        scratch_[0].resize(l);
+        scratch_[1].resize(l);
+    }
+
+    // The same Q with its kernel values read from `shared` (a grid search's rows over the whole data
+    // set): point i of this problem is row global[i] there. The own cache (cache_bytes) keeps the
+    // gathered rows, addressed by active position as above.
+    KernelQ(const Matrix& X, const KernelParams& params, const double* y, int64_t l, std::size_t cache_bytes,
+            int nthreads, SharedRows* shared, const int32_t* global)
+        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0),
+          y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads), shared_(shared), global_(global, global + l) {
+        for (int64_t i = 0; i < l; ++i) {
+            perm_[i] = int32_t(i);
+            QD_[i] = shared_->diag(global_[i]);
+        }
         scratch_[0].resize(l);
         scratch_[1].resize(l);
     }
@@ -74,6 +92,10 @@ public:
             }
         }
         if (miss_orig.empty()) return;
+        if (shared_) {
+            for (size_t r = 0; r < miss_pos.size(); ++r) fill_row(miss_pos[r], 0, len, miss_out[r]);
+            return;
+        }
         kernel_->block<float>(miss_orig.data(), int64_t(miss_orig.size()), cols(), len, miss_out.data(),
                               nthreads_);
         kernel_evals += int64_t(miss_orig.size()) * len;
@@ -83,6 +105,10 @@ public:
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
     // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum).
     void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out) {
+        if (shared_) {
+            accumulate_shared(idx, coef, q, begin, end, out);
+            return;
+        }
         std::vector<int32_t> rows(q), cols(end - begin);
         std::vector<double> w(q), sum(end - begin, 0.0);
         for (int64_t r = 0; r < q; ++r) {
@@ -103,6 +129,7 @@ public:
             std::swap(y_[i], y_[j]);
             std::swap(perm_[i], perm_[j]);
             std::swap(QD_[i], QD_[j]);
+            if (shared_) std::swap(global_[i], global_[j]);
         }
         rebuild_working_copy();
     }
@@ -117,6 +144,7 @@ private:
     bool precomputed() const { return params_.type == KernelType::precomputed; }
     const int32_t* cols() const { return precomputed() ? perm_.data() : nullptr; }
     void rebuild_working_copy() {
+        if (shared_) return;  // rows come from the shared set
         if (precomputed()) {
             kernel_ = std::make_unique<Kernel>(X_, X_, params_);
         } else {
@@ -126,9 +154,45 @@ private:
     }
 
     void fill_row(int64_t i, int64_t begin, int64_t end, float* row) {
+        if (shared_) {
+            SharedRows::Row full;
+            kernel_evals += shared_->fetch(&global_[i], 1, &full, nthreads_);
+            const float yi = float(y_[i]);
+            const float* k = full.get();
+            for (int64_t t = begin; t < end; ++t) row[t] = yi * float(y_[t]) * k[global_[t]];
+            return;
+        }
         kernel_->row(perm_[i], cols(), begin, end, row + begin, nthreads_);
         kernel_evals += end - begin;
         apply_labels(i, begin, end, row + begin);
+    }
+
+    // accumulate() from the shared rows: a gather of each row over [begin, end), the rows fetched
+    // (and kept for the other fits) a group at a time
+    void accumulate_shared(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end,
+                           double* out) {
+        constexpr int64_t kGroup = 64;
+        std::vector<int32_t> g(kGroup);
+        std::vector<SharedRows::Row> full(kGroup);
+        std::vector<double> w(kGroup);
+        for (int64_t r0 = 0; r0 < q; r0 += kGroup) {
+            const int64_t m = std::min(kGroup, q - r0);
+            for (int64_t r = 0; r < m; ++r) {
+                g[r] = global_[idx[r0 + r]];
+                w[r] = coef[r0 + r] * y_[idx[r0 + r]];
+            }
+            kernel_evals += shared_->fetch(g.data(), m, full.data(), nthreads_);
+            const int64_t nc = chunks_for(end - begin, 2.0 * double(m), nthreads_);
+            for_chunks(nc, nthreads_, [&](int64_t c) {
+                const int64_t b = begin + (end - begin) * c / nc, e = begin + (end - begin) * (c + 1) / nc;
+                for (int64_t t = b; t < e; ++t) {
+                    const int32_t gt = global_[t];
+                    double sum = 0.0;
+                    for (int64_t r = 0; r < m; ++r) sum += w[r] * full[r][gt];
+                    out[t - begin] += y_[t] * sum;
+                }
+            });
+        }
     }
     void apply_labels(int64_t i, int64_t begin, int64_t end, float* out) {
         const float yi = float(y_[i]);
@@ -146,6 +210,8 @@ private:
     std::vector<float> scratch_[2];
     int next_scratch_ = 0;
     int nthreads_;
+    SharedRows* shared_ = nullptr;  // a grid search's rows, or none
+    std::vector<int32_t> global_;   // with shared_: the row there of the point at each active position
 };
 
 // eps-SVR (CSMO eq. 1-2 with Lin's 2002 formulation): variable t < N is a+_t (sign +1), variable
@@ -155,8 +221,13 @@ private:
 class SvrQ {
 public:
     static constexpr bool kKernelRows = true;
-    SvrQ(const Matrix& X, const KernelParams& params, int64_t n, std::size_t cache_bytes, int nthreads)
-        : ones_(n, 1.0), inner_(X, params, ones_.data(), n, cache_bytes, nthreads), n_(n), pos_(2 * n),
+    // shared, global: as KernelQ's second constructor (point t is row global[t] of the shared set)
+    SvrQ(const Matrix& X, const KernelParams& params, int64_t n, std::size_t cache_bytes, int nthreads,
+         SharedRows* shared = nullptr, const int32_t* global = nullptr)
+        : ones_(n, 1.0),
+          inner_(shared ? KernelQ(X, params, ones_.data(), n, cache_bytes, nthreads, shared, global)
+                        : KernelQ(X, params, ones_.data(), n, cache_bytes, nthreads)),
+          n_(n), pos_(2 * n),
           point_(2 * n), sign_(2 * n), QD_(2 * n) {
         for (int64_t t = 0; t < 2 * n; ++t) {
             pos_[t] = t;
