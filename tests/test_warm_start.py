@@ -420,7 +420,7 @@ def test_svm_path_sample_weight():
 
 def test_svm_path_errors():
     X, y = _data("breast_cancer")
-    with pytest.raises(ValueError, match="sparsekernel SVC or SVR"):
+    with pytest.raises(ValueError, match="warm-started paths need a sparsekernel"):
         svm_path(SkSVC(), X, y, Cs=[1.0])
     with pytest.raises(ValueError, match="epsilon"):
         svm_path(SVC(), X, y, Cs=[1.0], epsilons=[0.1])
@@ -584,5 +584,5 @@ def test_path_search_ties_broken_as_grid_search():
 
 def test_path_search_rejects_other_estimators():
     X, y = _data("iris")
-    with pytest.raises(ValueError, match="sparsekernel SVC or SVR"):
+    with pytest.raises(ValueError, match="warm-started paths need a sparsekernel"):
         PathSearchCV(SkSVC(), {"C": [1.0]}, cv=3).fit(X, y)

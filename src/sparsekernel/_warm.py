@@ -143,6 +143,7 @@ class PathStore:
         self._n_folds = 1
         self._shared = None  # (kernel_key, SharedRows): the kernel being walked only
         self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
+        self.peak_bytes = 0  # the largest of theirs
 
     def state(self, key):
         with self._lock:
@@ -191,6 +192,7 @@ class PathStore:
             if self._shared is None or self._shared[0] != kernel_key:
                 if self._shared is not None:
                     self.kernel_evals += self._shared[1].kernel_evals
+                    self.peak_bytes = max(self.peak_bytes, self._shared[1].peak_bytes)
                 name, gamma, coef0, degree = kernel_key
                 rows = _core.SharedRows(self._whole, KERNELS[name], float(gamma), float(coef0), int(degree),
                                         SHARED_FRACTION * self._budget_mb)
@@ -200,10 +202,25 @@ class PathStore:
             local = (1.0 - SHARED_FRACTION) * self._budget_mb / (self._n_folds * max(1, n_problems))
             return RowSource(self._shared[1], index, local)
 
-    def total_kernel_evals(self):
-        """Kernel values computed by the shared rows of the search so far."""
+    def shared_stats(self):
+        """(kernel values computed, largest resident bytes) of the search's shared rows so far."""
         with self._lock:
-            return self.kernel_evals + (self._shared[1].kernel_evals if self._shared is not None else 0)
+            current = self._shared[1] if self._shared is not None else None
+            evals = self.kernel_evals + (current.kernel_evals if current is not None else 0)
+            peak = max(self.peak_bytes, current.peak_bytes if current is not None else 0)
+            return evals, peak
+
+    def finish_folds(self):
+        """The folds are done (a search's refit follows): free their sessions and shared rows, and
+        return ``shared_stats()``."""
+        stats = self.shared_stats()
+        with self._lock:
+            self._sessions.clear()
+            self._states.clear()
+            self._folds.clear()
+            self._shared = None
+            self._whole = None
+        return stats
 
     def clear(self):
         with self._lock:

@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _core
 from ._compact import BASES, CompactFit, fit_compact
+from ._warm import DualState, active_store, data_fingerprint, warm_point
 from ._base import (
     KERNELS,
     TERM_ENTROPIC,
@@ -131,17 +132,19 @@ def dual_start(f, y, Ci, lam, lo, hi):
 
 
 def _solve_binary(Xc, y, Ci, lam, bound, params, *, tol, max_iter, shrinking, second_order, cache_size, threads,
-                  token=None, trace=False, time_limit=0.0, progress=None, f0=None):
+                  token=None, trace=False, time_limit=0.0, progress=None, f0=None, a0=None, g0=None, session=None):
     """One binary (S-)KLR dual on the engine. Returns the engine's dict plus the box and the start.
-    ``f0``: decision values of a near-optimal model (the compact route's) to start from
-    (``dual_start``) instead of the class-constant point."""
+    The start is ``a0`` (with its gradient ``g0`` when known: a warm start), else the point
+    ``dual_start`` makes of ``f0``, decision values of a near-optimal model (the compact route's),
+    else the class-constant point. ``session``: the engine session (row cache) to solve in."""
     lo = np.full(len(y), bound)
     hi = Ci - bound
-    a0 = initial_point(Ci, y, lo, hi) if f0 is None else dual_start(f0, y, Ci, lam, lo, hi)
+    if a0 is None:
+        a0 = initial_point(Ci, y, lo, hi) if f0 is None else dual_start(f0, y, Ci, lam, lo, hi)
     kernel, gamma, coef0, degree = params
     r = _core.solve(Xc, kernel, gamma, coef0, degree, TERM_ENTROPIC, y, np.full(len(y), -float(lam)), Ci, lo, hi,
                     a0, float(tol), int(max_iter), bool(shrinking), bool(second_order), False, 0, float(cache_size),
-                    threads, token, trace, time_limit=float(time_limit), progress=progress)
+                    threads, token, trace, g0=g0, session=session, time_limit=float(time_limit), progress=progress)
     r["lo"], r["hi"] = lo, hi
     return r
 
@@ -330,29 +333,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             self._fit_compact(X, Xk, keep, problems, Ck, lam, threads, y)
             self.fit_time_ = time.perf_counter() - t0
             return self
-        bounds = self._box_bounds(problems, Ck)
-        Xc = core_matrix(Xk)
-        params = (KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree))
-        workers = threads if len(problems) >= threads else 1
-        inner = 1 if workers > 1 else threads
-
-        monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, parallel=workers > 1)
-
-        starts = self._compact_start(Xk, problems, Ck, lam, threads)
-
-        def solve(task, token):
-            k, yk, b = task
-            progress = monitor.problem(k)
-            r = _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
-                              shrinking=self.shrinking, second_order=self.wss == "second",
-                              cache_size=self.cache_size, threads=inner, token=token,
-                              time_limit=monitor.remaining(), progress=progress.engine_callback(),
-                              f0=None if starts is None else starts[k])
-            progress.end(r["n_iter"], r["gap"], len(yk), r["status"])
-            return r
-
-        results = run_parallel(solve, [(k, yk, b) for k, (yk, b) in enumerate(zip(problems, bounds))], workers)
-        monitor.close()
+        results = self._solve_exact(X, y, sample_weight, keep, Xk, problems, Ck, lam, threads)
         self._store_model(X, keep, problems, Ck, lam, results)
         self.fit_time_ = time.perf_counter() - t0
         if self.verbose:
@@ -363,6 +344,56 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
                               f"Solver terminated early (max_iter={self.max_iter}): the KKT gap is above tol. "
                               "Raise max_iter or tol.")
         return self
+
+    def _solve_exact(self, X, y, sample_weight, keep, Xk, problems, Ck, lam, threads):
+        """The binary duals on the SMO engine. Inside a path (``svm_path``-style store: a
+        PathSearchCV, ``sklr_path``) a problem on the same data with the same box starts from the
+        previous solution (``_warm.warm_point``: a walk along lam at fixed C), in the previous solve's
+        engine session, and a fold of a PathSearchCV reads its kernel rows from the search's shared
+        rows. Otherwise, when the kernel rows cannot all stay cached, it starts from a compact fit."""
+        bounds = self._box_bounds(problems, Ck)
+        Xc = core_matrix(Xk)
+        params = (KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree))
+        kernel_key = (self.kernel, float(self._gamma), float(self.coef0), int(self.degree))
+        workers = threads if len(problems) >= threads else 1
+        inner = 1 if workers > 1 else threads
+        store = active_store()
+        data_key = data_fingerprint(X, y, sample_weight) if store is not None else None
+        source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
+        warm = store is not None and all(store.state((data_key, k)) is not None for k in range(len(problems)))
+        starts = None if warm else self._compact_start(Xk, problems, Ck, lam, threads)
+        monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, parallel=workers > 1,
+                             deadline=getattr(store, "deadline", None))
+
+        def solve(task, token):
+            k, yk, b = task
+            progress = monitor.problem(k)
+            a0 = g0 = session = None
+            if store is not None:
+                key = (data_key, k)
+                hi, p = Ck - b, np.full(len(yk), -float(lam))
+                a0, g0 = warm_point(store.state(key), hi, p, kernel_key, entropic=True)
+                session = store.take_session(key, kernel_key)
+                if session is None:
+                    session = _core.Session(Xc, *params, yk, 0,
+                                            float(self.cache_size) if source is None else source.local_mb, inner,
+                                            None if source is None else source.rows,
+                                            None if source is None else np.ascontiguousarray(source.index[keep]))
+            r = _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
+                              shrinking=self.shrinking, second_order=self.wss == "second",
+                              cache_size=self.cache_size, threads=inner, token=token,
+                              time_limit=monitor.remaining(), progress=progress.engine_callback(),
+                              f0=None if starts is None else starts[k], a0=a0, g0=g0, session=session)
+            r["warm_started"] = a0 is not None
+            if store is not None:
+                store.put_session(key, kernel_key, session)
+                store.put_state(key, DualState(r["alpha"], r["grad"], r["hi"], p, kernel_key))
+            progress.end(r["n_iter"], r["gap"], len(yk), r["status"])
+            return r
+
+        results = run_parallel(solve, [(k, yk, b) for k, (yk, b) in enumerate(zip(problems, bounds))], workers)
+        monitor.close()
+        return results
 
     def _prepare(self, X, y, sample_weight):
         """Validated X (canonical CSR if sparse), y, and the binary problems of a fit: the indices
@@ -866,59 +897,14 @@ def lam_path_fits(estimator, X, y, lams, sample_weight=None):
     """
     from sklearn.base import clone
 
-    from ._warm import DualState, PathStore, warm_point
+    from ._warm import PathStore, path_context
 
-    base = clone(estimator)
-    threads = base._check_params()
-    X, y, keep, Xk, Ck, labels = base._prepare(X, y, sample_weight)
-    classes, gamma = base.classes_, base._gamma
-    Xc = core_matrix(Xk)
-    problems = [(yk, np.full(len(yk), b), Ck - b) for yk, b in zip(labels, base._box_bounds(labels, Ck))]
-    params = (KERNELS[base.kernel], gamma, float(base.coef0), int(base.degree))
-    kernel_key = (base.kernel, gamma, float(base.coef0), int(base.degree))
-    workers = threads if len(problems) >= threads else 1
-    inner = 1 if workers > 1 else threads
     store = PathStore()
-    fitted = {k: v for k, v in vars(base).items() if k.endswith("_") and not k.startswith("_")}
     try:
-        for lam in lams:
-            t0 = time.perf_counter()
-            check_positive("lam", lam, allow_zero=True)
-            lam = float(lam)
-            model = clone(estimator).set_params(lam=lam)
-            model.__dict__.update(fitted)  # n_features_in_ (feature_names_in_) of the validation above
-            model.classes_, model._gamma, model.shape_fit_ = classes, gamma, X.shape
-
-            def solve(k, token):
-                yk, lo, hi = problems[k]
-                p = np.full(len(yk), -lam)
-                a0, g0 = warm_point(store.state(k), hi, p, kernel_key, entropic=True)
-                warm = a0 is not None
-                if not warm:
-                    a0 = initial_point(Ck, yk, lo, hi)
-                session = store.take_session(k, kernel_key)
-                if session is None:
-                    session = _core.Session(Xc, *params, yk, 0, float(base.cache_size), inner)
-                r = _core.solve(Xc, *params, TERM_ENTROPIC, yk, p, Ck, lo, hi, a0, float(base.tol),
-                                int(base.max_iter), bool(base.shrinking), base.wss == "second", False, 0,
-                                float(base.cache_size), inner, token, False, False, 0, g0, session,
-                                float(base.time_limit or 0.0), None)
-                store.put_session(k, kernel_key, session)
-                store.put_state(k, DualState(r["alpha"], r["grad"], hi, p, kernel_key))
-                r["lo"], r["hi"], r["warm_started"] = lo, hi, warm
-                return r
-
-            results = run_parallel(solve, list(range(len(problems))), workers)
-            model._store_model(X, keep, [pr[0] for pr in problems], Ck, lam, results)
-            for st, r in zip(model.solver_stats_, results):
-                st["warm_started"] = r["warm_started"]
-            model.lam_ = lam
-            model.fit_time_ = time.perf_counter() - t0
-            model.temperature_ = model._fit_temperature(X, y, sample_weight)
-            model.fit_time_ = time.perf_counter() - t0
-            warn_if_stopped_early(model, [r["status"] for r in results],
-                                  f"Solver terminated early (max_iter={base.max_iter}): the KKT gap is above tol. "
-                                  "Raise max_iter or tol.")
-            yield model, all(r["warm_started"] for r in results)
+        with path_context(store):
+            for lam in lams:
+                check_positive("lam", lam, allow_zero=True)
+                model = clone(estimator).set_params(lam=float(lam), solver="smo").fit(X, y, sample_weight)
+                yield model, all(st["warm_started"] for st in model.solver_stats_)
     finally:
         store.clear()

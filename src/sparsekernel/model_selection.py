@@ -42,11 +42,25 @@ def _candidate_key(cand):
     return tuple(sorted((k, repr(v)) for k, v in cand.items()))
 
 
-def _check_estimator(estimator):
+def _check_estimator(estimator, allow_klr=False):
+    from .klr import _BaseKLR
     from .svm import SVC, SVR
 
-    if not isinstance(estimator, (SVC, SVR)):
-        raise ValueError(f"warm-started paths need a sparsekernel SVC or SVR, got {type(estimator).__name__}")
+    kinds = (SVC, SVR, _BaseKLR) if allow_klr else (SVC, SVR)
+    if not isinstance(estimator, kinds):
+        names = "SVC, SVR, KernelLogisticRegression or SparseKernelLogisticRegression" if allow_klr else "SVC or SVR"
+        raise ValueError(f"warm-started paths need a sparsekernel {names}, got {type(estimator).__name__}")
+
+
+def _walked_param(estimator, param_grid):
+    """The grid axis walked with warm starts: C, or for S-KLR lam when the grid has several (at
+    fixed C the box stays, so lam's warm start is exact and needs no kernel evaluation)."""
+    from .klr import _BaseKLR
+
+    grids = param_grid if isinstance(param_grid, list) else [param_grid]
+    if isinstance(estimator, _BaseKLR) and any(len(np.atleast_1d(g.get("lam", []))) > 1 for g in grids):
+        return "lam"
+    return "C"
 
 
 def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=None, X_test=None, y_test=None,
@@ -230,7 +244,7 @@ class PathSearchCV(BaseSearchCV):
         self.time_limit = time_limit
 
     def _run_search(self, evaluate_candidates, callback_ctx=None):
-        candidates = _walk_order(list(ParameterGrid(self.param_grid)))
+        candidates = _walk_order(list(ParameterGrid(self.param_grid)), _walked_param(self.estimator, self.param_grid))
         if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
             evaluate_candidates(candidates)
         else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
@@ -238,7 +252,10 @@ class PathSearchCV(BaseSearchCV):
                                                  sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
             evaluate_candidates(candidates, callback_ctx=search_ctx)
             search_ctx.call_on_fit_task_end(estimator=self)
-        active_store().deadline = None  # the refit that follows is not bounded
+        store = active_store()
+        store.deadline = None  # the refit that follows is not bounded
+        # nor does it need the folds' caches
+        self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = store.finish_folds()
 
     def _format_results(self, candidate_params, n_splits, out, more_results=None):
         # evaluated in walk order, reported in ParameterGrid order (GridSearchCV's), so that
@@ -273,7 +290,7 @@ class PathSearchCV(BaseSearchCV):
 
     def fit(self, X, y=None, **params):
         """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
-        _check_estimator(self.estimator)
+        _check_estimator(self.estimator, allow_klr=True)
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
         store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
