@@ -30,7 +30,7 @@ search; warm starts <= 0.6 x the cold iterations and <= 0.7 x the cold time on 8
 Usage::
 
     python benchmarks/bench_path.py [--sets a9a,w8a,magic,usps] [--parts search,warm] [--cache 1000]
-        [--n 10000] [--quick]
+        [--n 10000] [--skip w8a:ilx] [--merge] [--quick]
 
 Writes benchmarks/results/path.md and path.json.
 """
@@ -118,6 +118,9 @@ def search_part(name, X, y, args):
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     rows = {}
     for method in args.methods:
+        if f"{name}:{method}" in args.skip:
+            print(f"  {name} {method}: skipped (--skip)", flush=True)
+            continue
         try:
             rows[method] = run_search(method, X, y, grid, cv, args.cache)
         except ImportError as exc:
@@ -187,6 +190,9 @@ def report(env, results, args):
                 ev = f"{r['kernel_evals']:.3g}" if "kernel_evals" in r else ""
                 bp = "" if not r["best_params"] else f"({r['best_params']['C']:g}, {r['best_params']['gamma']:.4g})"
                 lines.append(f"| {m} | {r['seconds']:.1f} | {ratio:.2f} | {ev} | {bp} |")
+            skipped = [m for m in args.methods if f"{name}:{m}" in args.skip]
+            if skipped:
+                lines += ["", "Not run (--skip): " + ", ".join(skipped) + "."]
             if "path" in rows and "grid" in rows:
                 diff = float(np.max(np.abs(np.array(rows["path"]["scores"]) - np.array(rows["grid"]["scores"]))))
                 r_grid = rows["path"]["seconds"] / rows["grid"]["seconds"]
@@ -229,12 +235,18 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=10000, help="rows sampled from each training set")
     parser.add_argument("--quick", action="store_true", help="1,000 rows: a smoke test, not a measurement")
     parser.add_argument("--out", default="path")
+    parser.add_argument("--merge", action="store_true", help="keep the other sets of an earlier run's json")
+    parser.add_argument("--skip", default="", help="set:method pairs not run, e.g. w8a:ilx (reported as such)")
     args = parser.parse_args(argv)
     args.methods = args.methods.split(",")
+    args.skip = [x for x in args.skip.split(",") if x]
     if args.quick:
         args.n = 1000
     env = bench_svc.environment()
     results = {}
+    previous = RESULTS / f"{args.out}.json"
+    if args.merge and previous.exists():  # sets measured by an earlier run are kept unless re-run
+        results = json.loads(previous.read_text())["results"]
     for name in args.sets.split(","):
         data = load(name, args.n)
         if data is None:

@@ -195,12 +195,17 @@ class PathStore:
                     self.peak_bytes = max(self.peak_bytes, self._shared[1].peak_bytes)
                 name, gamma, coef0, degree = kernel_key
                 rows = _core.SharedRows(self._whole, KERNELS[name], float(gamma), float(coef0), int(degree),
-                                        SHARED_FRACTION * self._budget_mb)
+                                        self._shared_mb())
                 self._shared = (kernel_key, rows)
                 # the previous kernel's sessions hold gathered rows of a kernel no longer walked
                 self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel_key}
-            local = (1.0 - SHARED_FRACTION) * self._budget_mb / (self._n_folds * max(1, n_problems))
+            local = (self._budget_mb - self._shared_mb()) / (self._n_folds * max(1, n_problems))
             return RowSource(self._shared[1], index, local)
+
+    def _shared_mb(self):
+        # SHARED_FRACTION of the budget, or less when every row fits in less (N^2 float32 values)
+        n = self._whole.shape[0]
+        return min(SHARED_FRACTION * self._budget_mb, (n * n * 4 + 2**20) / 2**20)
 
     def shared_stats(self):
         """(kernel values computed, largest resident bytes) of the search's shared rows so far."""

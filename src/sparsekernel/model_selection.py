@@ -199,17 +199,32 @@ def sklr_path(X, y, *, lams, C=1.0, estimator=None, sample_weight=None, X_test=N
 
 
 class PathSearchCV(BaseSearchCV):
-    """Exhaustive search over a parameter grid with cross-validation, warm-started along C.
+    """Exhaustive search over a parameter grid with cross-validation that reuses its work: one kernel
+    row store per kernel setting for every fold and C, and fits warm-started along C (along lam for
+    S-KLR).
 
     The interface and the results (``cv_results_``, ``best_params_``, ``best_estimator_``, ...) are
-    those of :class:`sklearn.model_selection.GridSearchCV`; the estimator must be a sparsekernel SVC
-    or SVR. The candidates are grouped by their other parameters (gamma, epsilon, kernel, ...) and
-    each group is walked along C in a serpentine order; on every CV fold a fit starts from the same
-    fold's previous solution (see ``warm_start`` of SVC) and reuses its kernel row cache while the
-    kernel parameters stay the same. ``cv_results_`` lists the candidates in ParameterGrid order, as
-    GridSearchCV does, so ties between best candidates are broken the same way.
+    those of :class:`sklearn.model_selection.GridSearchCV`; the estimator must be a sparsekernel SVC,
+    SVR, KernelLogisticRegression or SparseKernelLogisticRegression. ``cv_results_`` lists the
+    candidates in ParameterGrid order, as GridSearchCV does, so ties between best candidates are
+    broken the same way, and every fit reaches the solution of GridSearchCV's cold fit to the
+    estimator's ``tol``.
 
-    Memory: one kernel cache of ``estimator.cache_size`` MB per fold is kept while a group is walked.
+    Shared kernel rows: K(x_i, x_j) depends on neither the fold nor C, so the search keeps, per
+    kernel setting (gamma, ...), one store of kernel rows over its whole training set; every fold's
+    solver reads the rows of its points through an index map, so a row computed for one fold or one
+    C serves every other fit of that kernel setting (``shared_kernel_evals_`` counts what the
+    search computed). Fits of the KLR estimators that take the compact route (``solver='nystrom'``,
+    or 'auto' beyond 8,000 points) do not use it.
+
+    Walk: the candidates are grouped by their other parameters and each group is walked along C (or
+    lam) in a serpentine order; on every fold a fit starts from the same fold's previous solution
+    (``sparsekernel._warm.warm_point``: exact for a shrinking C and for S-KLR's lam at fixed C).
+
+    Memory: the estimator's ``cache_size`` is the whole search's budget: half for the shared rows,
+    half for the folds' own caches of the rows they gather (split between the folds and binary
+    problems). The refit of the best candidate runs after they are freed, with ``cache_size`` of its
+    own.
 
     Parameters
     ----------
@@ -231,6 +246,15 @@ class PathSearchCV(BaseSearchCV):
     ``set_callbacks`` (scikit-learn >= 1.9) works as for GridSearchCV: one sub-task per candidate
     and split; an auto-propagated callback such as ``ProgressBar`` also shows each fit's binary
     problems.
+
+    Attributes
+    ----------
+    Those of GridSearchCV, and
+
+    shared_kernel_evals_ : int
+        Kernel values computed by the shared row stores of the cross-validated fits.
+    shared_cache_peak_bytes_ : int
+        The most memory one shared row store held.
     """
 
     _parameter_constraints = dict(BaseSearchCV._parameter_constraints)

@@ -212,6 +212,11 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
         # a fold of a PathSearchCV reads its kernel rows from the search's shared rows
         source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
+        # warm_start=True outside a path: the last fit's engine sessions (row caches) on the same data
+        own_sessions = None
+        if store is None and self.warm_start and data_key is not None:
+            last = getattr(self, "_warm_sessions", None)
+            own_sessions = last[1] if last is not None and last[0] == data_key else {}
 
         def solve(k, token):
             pr = problems[k]
@@ -225,7 +230,9 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             a0, g0 = warm_point(prev, pr["hi"], pr["p"], kernel_key)
             Xc = core_matrix(Xp)
             session = store.take_session(key, kernel_key) if store is not None else None
-            if store is not None and session is None:
+            if own_sessions is not None and own_sessions.get(k, (None,))[0] == kernel_key:
+                session = own_sessions[k][1]
+            if (store is not None or own_sessions is not None) and session is None:
                 session = _core.Session(
                     Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), pr["y"], pr["problem"],
                     float(self.cache_size) if source is None else source.local_mb, inner_threads,
@@ -242,6 +249,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             if progress is not None:
                 progress.end(r["n_iter"], r["gap"], len(pr["y"]), r["status"])
             r["warm_started"] = a0 is not None
+            if own_sessions is not None:
+                own_sessions[k] = (kernel_key, session)
             if store is not None:
                 store.put_session(key, kernel_key, session)
                 store.put_state(key, DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key))
@@ -250,6 +259,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             return r
 
         results = run_parallel(solve, list(range(len(problems))), workers)
+        if own_sessions is not None:
+            self._warm_sessions = (data_key, own_sessions)
         if self.warm_start and data_key is not None:
             self._warm_states = (data_key, [DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key)
                                             for r, pr in zip(results, problems)])
@@ -272,6 +283,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_warm_states", None)  # a warm start is a property of this process's last fit
+        state.pop("_warm_sessions", None)
         return state
 
 
@@ -339,8 +351,10 @@ class SVC(ClassifierMixin, _BaseSMO):
         Start the next fit on the same data from this fit's dual solution: kept as is when C grows,
         scaled by C_new / C_old when C shrinks (which keeps it feasible), with the gradient updated
         without kernel evaluations when the kernel is unchanged and recomputed when gamma (or
-        another kernel parameter) changed. The solution reached is the same as a cold fit's. See
-        also :func:`sparsekernel.svm_path` and :class:`sparsekernel.PathSearchCV`.
+        another kernel parameter) changed. The solution reached is the same as a cold fit's. The
+        kernel row cache (up to ``cache_size`` MB) is kept with the estimator between such fits,
+        so a refit with the same kernel recomputes no row it already has. See also
+        :func:`sparsekernel.svm_path` and :class:`sparsekernel.PathSearchCV`.
     n_jobs : int or None, default=None
         Threads (None: all cores). Kernel rows and blocks are computed in parallel; the pairwise
         problems of a multiclass fit run in parallel when there are enough of them.

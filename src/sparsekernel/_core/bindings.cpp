@@ -154,7 +154,7 @@ struct PySharedRows {
 Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, int degree, DArray y, int problem,
                       double cache_mb, int nthreads, nb::object shared_obj, nb::object global_obj) {
     const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
-    auto* s = new Session();
+    auto s = std::make_unique<Session>();  // freed (with its references) if a check below throws
     s->X_owner = X_obj;
     sk::SharedRows* shared = nullptr;
     std::vector<int32_t> global;
@@ -183,7 +183,7 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
                                                        global.data())
                        : std::make_unique<sk::KernelQ>(X.m, params, y.data(), s->l, bytes, nthreads);
     }
-    return s;
+    return s.release();
 }
 
 // Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
