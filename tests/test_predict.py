@@ -99,7 +99,7 @@ def test_estimators_fused_prediction_equals_the_sparse_path():
     Xs = sp.csr_matrix(X)
     for model in models:
         f = model.decision_function if hasattr(model, "decision_function") else model.predict
-        np.testing.assert_allclose(f(X), f(Xs), rtol=1e-9, atol=1e-9, err_msg=type(model).__name__)
+        np.testing.assert_allclose(f(X), f(Xs), rtol=1e-10, atol=1e-10, err_msg=type(model).__name__)
         np.testing.assert_allclose(f(X.astype(np.float32)), f(X.astype(np.float32).astype(np.float64)), rtol=0,
                                    atol=0, err_msg=type(model).__name__)
 
