@@ -1,0 +1,245 @@
+"""Property-based fuzzing of every public estimator (hypothesis).
+
+Whatever a user passes, a fit either gives a model whose outputs are finite, of the right shapes and
+consistent with each other, or raises ValueError / TypeError with a message; never a crash, a hang
+or a warning storm. The cases run in-process, so a segfault or an abort fails the whole run (the
+sanitizer build, scripts/sanitize.sh, runs them too).
+
+Profiles: ``ci`` (the default, a few seconds per estimator) and ``long`` (SK_FUZZ_PROFILE=long,
+10,000 cases per estimator, for the robustness report).
+"""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, PathSearchCV,
+                          SparseKernelLogisticRegression, SparseKFD)
+
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=10_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("SK_FUZZ_PROFILE", "ci"))
+
+MAX_WARNINGS = 5  # more than this from one fit is a warning storm
+
+BAD = (ValueError, TypeError)
+
+# hyper-parameter values: (valid, including extreme ones), (invalid)
+C_VALUES = ([1.0, 0.3, 1e-12, 1e6], [0.0, -1.0, float("nan")])
+GAMMA_VALUES = (["scale", "auto", 0.5, 1e-9, 1e3], [0.0, -1.0, float("nan")])
+TOL_VALUES = ([1e-3, 1e-12, 10.0], [0.0, -1.0])
+CACHE_VALUES = ([200, 0.001, 1], [0, -5])
+ITER_VALUES = ([-1, 1, 5], [0])
+
+
+def _pick(draw, values):
+    """A valid value most of the time (so that fits happen), an invalid one otherwise."""
+    valid, invalid = values
+    return draw(st.sampled_from(invalid if draw(st.integers(0, 11)) == 0 else valid))
+
+
+@st.composite
+def data(draw, regression=False):
+    """(X, y): shapes from 0 samples up, dtypes of every kind, NaN / inf, duplicates, constant
+    columns, sparse matrices with explicit zeros, unsorted or duplicate indices and int64 indices,
+    non-contiguous and read-only arrays; labels of every kind."""
+    n = draw(st.integers(0, 24))
+    d = draw(st.integers(1, 5))
+    values = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+    X = np.array(draw(st.lists(values, min_size=n * d, max_size=n * d)), dtype=np.float64).reshape(n, d)
+    if n and draw(st.booleans()):  # duplicate rows
+        X[n // 2:] = X[: n - n // 2]
+    if draw(st.booleans()):  # a constant column
+        X[:, 0] = 1.0
+    if n and draw(st.integers(0, 5)) == 0:  # a non-finite value somewhere
+        X[draw(st.integers(0, n - 1)), draw(st.integers(0, d - 1))] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    kind = draw(st.sampled_from(["f64", "f32", "f16", "int", "bool", "object", "fortran", "readonly", "strided",
+                                 "csr", "csr-messy", "list"]))
+    if kind == "f32":
+        X = X.astype(np.float32)
+    elif kind == "f16":
+        X = X.astype(np.float16)
+    elif kind == "int":
+        X = np.clip(np.nan_to_num(X), -1e3, 1e3).astype(np.int64)
+    elif kind == "bool":
+        X = X > 0
+    elif kind == "object":
+        X = X.astype(object)
+    elif kind == "fortran":
+        X = np.asfortranarray(X)
+    elif kind == "readonly":
+        X.flags.writeable = False
+    elif kind == "strided":
+        X = np.repeat(X, 2, axis=1)[:, ::2]
+    elif kind == "csr":
+        X = sp.csr_matrix(X)
+    elif kind == "csr-messy":
+        X = _messy_csr(X, draw(st.booleans()))
+    elif kind == "list":
+        X = X.tolist()
+    n_classes = draw(st.sampled_from([2, 2, 2, 3, 1]))
+    if regression:
+        y = np.array(draw(st.lists(values, min_size=n, max_size=n)))
+    else:
+        codes = np.array(draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n)), dtype=int)
+        label_kind = draw(st.sampled_from(["int", "neg", "str", "float", "bool"]))
+        y = {"int": codes, "neg": -codes - 3, "str": np.array(["a", "bb", "c"])[codes] if n else np.array([], str),
+             "float": codes * 0.5 + 0.25, "bool": codes > 0}[label_kind]
+    return X, y
+
+
+def _messy_csr(X, int64_indices):
+    """CSR of X with duplicate entries (scipy reads them as their sum), unsorted indices, an explicit
+    zero in every row, and int64 index arrays when asked."""
+    data, indices, indptr = [], [], [0]
+    for row in np.asarray(X, dtype=np.float64):
+        for j in np.flatnonzero(row)[::-1]:  # unsorted, each entry as two halves
+            data += [row[j] / 2, row[j] / 2]
+            indices += [j, j]
+        data.append(0.0)
+        indices.append(0)
+        indptr.append(len(data))
+    itype = np.int64 if int64_indices else np.int32
+    M = sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=itype),
+                       np.array(indptr, dtype=itype)), shape=X.shape)
+    if int64_indices:  # scipy's constructor may narrow them: set them afterwards
+        M.indices, M.indptr = M.indices.astype(np.int64), M.indptr.astype(np.int64)
+    return M
+
+
+def _check_fitted(model, X, y, proba=True):
+    """Outputs on the training inputs: finite, the right shapes, predict = argmax predict_proba."""
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    pred = model.predict(X)
+    assert pred.shape == (n,)
+    if hasattr(model, "decision_function"):
+        dec = np.asarray(model.decision_function(X))
+        assert dec.shape[0] == n and np.all(np.isfinite(dec))
+    if hasattr(model, "classes_"):
+        assert set(np.unique(pred)) <= set(model.classes_)
+        if proba and hasattr(model, "predict_proba"):
+            P = model.predict_proba(X)
+            assert P.shape == (n, len(model.classes_)) and np.all(np.isfinite(P))
+            np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-6)
+            np.testing.assert_array_equal(model.classes_[np.argmax(P, axis=1)], pred)
+    else:
+        assert np.all(np.isfinite(pred))
+
+
+def _fit_or_clear_error(make, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = make().fit(X, y)
+        except BAD as exc:
+            assert str(exc), "an error without a message"
+            return None
+        assert len(caught) <= MAX_WARNINGS, [str(w.message) for w in caught]
+    return model
+
+
+def _params(draw, extra=()):
+    p = {"C": _pick(draw, C_VALUES), "gamma": _pick(draw, GAMMA_VALUES),
+         "kernel": draw(st.sampled_from(["rbf", "linear", "poly", "sigmoid"]))}
+    for name, values in extra:
+        p[name] = _pick(draw, values)
+    return p
+
+
+SMO_EXTRA = (("tol", TOL_VALUES), ("cache_size", CACHE_VALUES), ("max_iter", ITER_VALUES))
+
+
+@given(data(), st.data())
+def test_fuzz_svc(xy, draw):
+    X, y = xy
+    p = _params(draw.draw, SMO_EXTRA)
+    model = _fit_or_clear_error(lambda: SVC(n_jobs=1, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(regression=True), st.data())
+def test_fuzz_svr(xy, draw):
+    X, y = xy
+    p = _params(draw.draw, SMO_EXTRA + (("epsilon", ([0.1, 0.0, 1e6], [-1.0])),))
+    model = _fit_or_clear_error(lambda: SVR(n_jobs=1, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(), st.data())
+def test_fuzz_klr(xy, draw):
+    X, y = xy
+    p = _params(draw.draw, SMO_EXTRA[:2] + (("solver", (["auto", "smo", "nystrom"], ["newton"])),))
+    p.pop("max_iter", None)
+    model = _fit_or_clear_error(lambda: KernelLogisticRegression(n_jobs=1, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(), st.data())
+def test_fuzz_sklr(xy, draw):
+    X, y = xy
+    p = _params(draw.draw, SMO_EXTRA[:2] + (("lam", (["auto", 0.0, 0.5, 50.0], [-1.0, float("nan")])),))
+    model = _fit_or_clear_error(lambda: SparseKernelLogisticRegression(n_jobs=1, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(), st.data())
+def test_fuzz_nssvc(xy, draw):
+    X, y = xy
+    p = _params(draw.draw, (("s", (["auto", 1, 3, 10**9], [0, -2])),))
+    p["C"] = _pick(draw.draw, ([0.25, 1e-9, 1e6], [0.0, -1.0, float("nan")]))
+    model = _fit_or_clear_error(lambda: NSSVC(n_jobs=1, max_iter=50, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(), st.data())
+def test_fuzz_expansion_models(xy, draw):
+    X, y = xy
+    cls = draw.draw(st.sampled_from([SLMC, SparseKFD]))
+    p = _params(draw.draw, (("n_expansion", ([0.1, 1, 2, 10**6], [0, -1, 1.5])),))
+    model = _fit_or_clear_error(lambda: cls(random_state=0, max_iter=5, **p), X, y)
+    if model is not None:
+        _check_fitted(model, X, y)
+
+
+@given(data(), st.data())
+def test_fuzz_path_search(xy, draw):
+    X, y = xy
+    grid = {"C": draw.draw(st.sampled_from([[1.0], [0.5, 2.0], [1.0, -1.0]])),
+            "gamma": draw.draw(st.sampled_from([[0.5], [0.1, 1.0]]))}
+    cv = draw.draw(st.sampled_from([2, 3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # GridSearchCV's own warnings about failing folds
+        try:
+            search = PathSearchCV(SVC(n_jobs=1), grid, cv=cv, error_score="raise").fit(X, y)
+        except BAD as exc:
+            assert str(exc)
+            return
+    _check_fitted(search.best_estimator_, X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+@pytest.mark.parametrize("cls", [SVC, KernelLogisticRegression])
+def test_fuzz_regression_messy_csr_equals_dense(cls):
+    """A fixed case the fuzzer's CSR builder relies on: duplicates and explicit zeros are read as the
+    dense matrix they sum to."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    y = (X[:, 0] > 0).astype(int)
+
+    M = _messy_csr(X, True)
+    np.testing.assert_allclose(M.toarray(), X)
+    a = cls(n_jobs=1).fit(M, y).decision_function(X)
+    b = cls(n_jobs=1).fit(X, y).decision_function(X)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
