@@ -28,6 +28,9 @@ settings.register_profile("long", max_examples=10_000, deadline=None,
 settings.load_profile(os.environ.get("SK_FUZZ_PROFILE", "ci"))
 
 MAX_WARNINGS = 5  # more than this from one fit is a warning storm
+# every fit that has a time budget gets this one: no case may run past it (a hang is a failure of
+# the budget, which the engine polls); unreachable tolerances otherwise run to LIBSVM's step cap
+TIME_LIMIT = 1.0
 
 BAD = (ValueError, TypeError)
 
@@ -160,7 +163,7 @@ SMO_EXTRA = (("tol", TOL_VALUES), ("cache_size", CACHE_VALUES), ("max_iter", ITE
 def test_fuzz_svc(xy, draw):
     X, y = xy
     p = _params(draw.draw, SMO_EXTRA)
-    model = _fit_or_clear_error(lambda: SVC(n_jobs=1, **p), X, y)
+    model = _fit_or_clear_error(lambda: SVC(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -169,7 +172,7 @@ def test_fuzz_svc(xy, draw):
 def test_fuzz_svr(xy, draw):
     X, y = xy
     p = _params(draw.draw, SMO_EXTRA + (("epsilon", ([0.1, 0.0, 1e6], [-1.0])),))
-    model = _fit_or_clear_error(lambda: SVR(n_jobs=1, **p), X, y)
+    model = _fit_or_clear_error(lambda: SVR(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -179,7 +182,7 @@ def test_fuzz_klr(xy, draw):
     X, y = xy
     p = _params(draw.draw, SMO_EXTRA[:2] + (("solver", (["auto", "smo", "nystrom"], ["newton"])),))
     p.pop("max_iter", None)
-    model = _fit_or_clear_error(lambda: KernelLogisticRegression(n_jobs=1, **p), X, y)
+    model = _fit_or_clear_error(lambda: KernelLogisticRegression(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -188,7 +191,7 @@ def test_fuzz_klr(xy, draw):
 def test_fuzz_sklr(xy, draw):
     X, y = xy
     p = _params(draw.draw, SMO_EXTRA[:2] + (("lam", (["auto", 0.0, 0.5, 50.0], [-1.0, float("nan")])),))
-    model = _fit_or_clear_error(lambda: SparseKernelLogisticRegression(n_jobs=1, **p), X, y)
+    model = _fit_or_clear_error(lambda: SparseKernelLogisticRegression(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -198,7 +201,7 @@ def test_fuzz_nssvc(xy, draw):
     X, y = xy
     p = _params(draw.draw, (("s", (["auto", 1, 3, 10**9], [0, -2])),))
     p["C"] = _pick(draw.draw, ([0.25, 1e-9, 1e6], [0.0, -1.0, float("nan")]))
-    model = _fit_or_clear_error(lambda: NSSVC(n_jobs=1, max_iter=50, **p), X, y)
+    model = _fit_or_clear_error(lambda: NSSVC(n_jobs=1, max_iter=50, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -243,3 +246,19 @@ def test_fuzz_regression_messy_csr_equals_dense(cls):
     a = cls(n_jobs=1).fit(M, y).decision_function(X)
     b = cls(n_jobs=1).fit(X, y).decision_function(X)
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+def test_fuzz_regression_unreachable_tol_ends():
+    """Found by fuzzing: S-KLR with tol=1e-12 on unscaled integer data (linear kernel values ~1e6)
+    ran forever with max_iter=-1, the gap stuck above what float32 rows resolve. "No limit" is now
+    LIBSVM's cap (max(10^7, 100 N) steps): the fit ends with a ConvergenceWarning and a model."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X = np.array([[1, 0, 0], [1, -631, 0], [1, 961, 0], [1, 784, 629], [1, 0, -938], [1, 56, 503], [1, -309, 963],
+                  [1, -722, 0], [1, 0, 424], [1, -915, 0], [1, 0, -61], [1, 0, -43], [1, 765, 0], [1, -245, 290],
+                  [1, 0, 0], [1, -709, -617], [1, 35, -437]])
+    y = np.array([1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0])
+    with pytest.warns(ConvergenceWarning, match="terminated early"):
+        model = SparseKernelLogisticRegression(kernel="linear", lam=0.5, C=0.3, tol=1e-12, cache_size=1).fit(X, y)
+    assert model.n_iter_[0] == 10_000_000
+    _check_fitted(model, X, y)

@@ -50,7 +50,7 @@ enum PollResult : int { kPollContinue = 0, kPollInterrupt = 1, kPollTimeLimit = 
 
 struct SolverOptions {
     double tol = 1e-3;
-    int64_t max_iter = -1;  // pair iterations; -1 = no limit
+    int64_t max_iter = -1;  // pair iterations; -1 = LIBSVM's cap, max(10^7, 100 N)
     bool shrinking = true;
     bool second_order = true;
     bool batched = false;
@@ -100,6 +100,10 @@ public:
         : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
           y_(l), p_(l), C_(l, 0.0), lo_(l), hi_(l), a_(l, 0.0), G_(l), Gbar_(),
           at_lo_(l), at_hi_(l), can_up_(l), can_low_(l), active_set_(l) {
+        // "no limit" is LIBSVM's: max(10^7, 100 l) steps, so that a tolerance below what float32
+        // rows can resolve (found by fuzzing: tol = 1e-12 on unscaled data) ends with kMaxIter
+        // instead of running forever
+        if (opt_.max_iter < 0) opt_.max_iter = std::max<int64_t>(10000000, 100 * l);
         for (int64_t t = 0; t < l; ++t) {
             const int64_t o = Q_.original(t);
             active_set_[t] = o;
