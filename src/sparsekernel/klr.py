@@ -901,10 +901,12 @@ def lam_path_fits(estimator, X, y, lams, sample_weight=None):
 
     store = PathStore()
     try:
-        with path_context(store):
-            for lam in lams:
-                check_positive("lam", lam, allow_zero=True)
+        for lam in lams:
+            check_positive("lam", lam, allow_zero=True)
+            # the store is active only during the fit: the caller's code between two yields (and an
+            # abandoned generator) must not see it
+            with path_context(store):
                 model = clone(estimator).set_params(lam=float(lam), solver="smo").fit(X, y, sample_weight)
-                yield model, all(st["warm_started"] for st in model.solver_stats_)
+            yield model, all(st["warm_started"] for st in model.solver_stats_)
     finally:
         store.clear()
