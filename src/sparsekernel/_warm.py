@@ -219,15 +219,11 @@ class PathStore:
         """The folds are done (a search's refit follows): free their sessions and shared rows, and
         return ``shared_stats()``."""
         stats = self.shared_stats()
-        with self._lock:
-            self._sessions.clear()
-            self._states.clear()
-            self._folds.clear()
-            self._shared = None
-            self._whole = None
+        self.clear()
         return stats
 
     def clear(self):
+        """Free every state, session and shared row store."""
         with self._lock:
             self._states.clear()
             self._sessions.clear()

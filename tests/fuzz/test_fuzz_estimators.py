@@ -159,39 +159,23 @@ def _params(draw, extra=()):
 SMO_EXTRA = (("tol", TOL_VALUES), ("cache_size", CACHE_VALUES), ("max_iter", ITER_VALUES))
 
 
-@given(data(), st.data())
-def test_fuzz_svc(xy, draw):
-    X, y = xy
-    p = _params(draw.draw, SMO_EXTRA)
-    model = _fit_or_clear_error(lambda: SVC(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
-    if model is not None:
-        _check_fitted(model, X, y)
+# the SMO estimators: (class, their extra hyper-parameters, regression targets)
+SMO_ESTIMATORS = {
+    "svc": (SVC, SMO_EXTRA, False),
+    "svr": (SVR, SMO_EXTRA + (("epsilon", ([0.1, 0.0, 1e6], [-1.0])),), True),
+    "klr": (KernelLogisticRegression, SMO_EXTRA[:2] + (("solver", (["auto", "smo", "nystrom"], ["newton"])),), False),
+    "sklr": (SparseKernelLogisticRegression, SMO_EXTRA[:2] + (("lam", (["auto", 0.0, 0.5, 50.0], [-1.0, float("nan")])),),
+             False),
+}
 
 
-@given(data(regression=True), st.data())
-def test_fuzz_svr(xy, draw):
-    X, y = xy
-    p = _params(draw.draw, SMO_EXTRA + (("epsilon", ([0.1, 0.0, 1e6], [-1.0])),))
-    model = _fit_or_clear_error(lambda: SVR(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
-    if model is not None:
-        _check_fitted(model, X, y)
-
-
-@given(data(), st.data())
-def test_fuzz_klr(xy, draw):
-    X, y = xy
-    p = _params(draw.draw, SMO_EXTRA[:2] + (("solver", (["auto", "smo", "nystrom"], ["newton"])),))
-    p.pop("max_iter", None)
-    model = _fit_or_clear_error(lambda: KernelLogisticRegression(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
-    if model is not None:
-        _check_fitted(model, X, y)
-
-
-@given(data(), st.data())
-def test_fuzz_sklr(xy, draw):
-    X, y = xy
-    p = _params(draw.draw, SMO_EXTRA[:2] + (("lam", (["auto", 0.0, 0.5, 50.0], [-1.0, float("nan")])),))
-    model = _fit_or_clear_error(lambda: SparseKernelLogisticRegression(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
+@pytest.mark.parametrize("name", sorted(SMO_ESTIMATORS))
+@given(draw=st.data())
+def test_fuzz_smo_estimators(name, draw):
+    cls, extra, regression = SMO_ESTIMATORS[name]
+    X, y = draw.draw(data(regression=regression))
+    p = _params(draw.draw, extra)
+    model = _fit_or_clear_error(lambda: cls(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
