@@ -417,12 +417,8 @@ NB_MODULE(_core, m) {
                                                                std::size_t(cache_mb * 1024.0 * 1024.0));
              },
              "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "cache_mb"_a)
-        .def_prop_ro("n", [](const PySharedRows& s) { return s.rows->n(); })
         .def_prop_ro("kernel_evals", [](const PySharedRows& s) { return s.rows->kernel_evals(); })
-        .def_prop_ro("hits", [](const PySharedRows& s) { return s.rows->hits(); })
-        .def_prop_ro("misses", [](const PySharedRows& s) { return s.rows->misses(); })
-        .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); })
-        .def_prop_ro("budget_bytes", [](const PySharedRows& s) { return int64_t(s.rows->budget_bytes()); });
+        .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); });
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })

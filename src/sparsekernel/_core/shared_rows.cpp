@@ -42,8 +42,6 @@ int64_t SharedRows::fetch(const int32_t* g, int64_t q, Row* out, int nthreads) {
             }
         }
     }
-    hits_ += q - int64_t(missing.size());
-    misses_ += int64_t(missing.size());
     if (missing.empty()) return 0;
     // one kernel block for the missing rows; a row asked for twice in one call is computed once
     std::vector<int32_t> src;

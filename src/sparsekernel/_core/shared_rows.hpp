@@ -37,10 +37,7 @@ public:
 
     int64_t capacity_rows() const { return n_ > 0 ? int64_t(budget_ / std::size_t(n_)) : 0; }
     std::size_t peak_bytes() const { return peak_rows_.load() * std::size_t(n_) * sizeof(float); }
-    std::size_t budget_bytes() const { return budget_ * sizeof(float); }
     int64_t kernel_evals() const { return evals_.load(); }
-    int64_t hits() const { return hits_.load(); }
-    int64_t misses() const { return misses_.load(); }
 
 private:
     void insert(int32_t g, Row row);  // under the lock
@@ -55,7 +52,7 @@ private:
     std::vector<std::list<int32_t>::iterator> where_;
     std::size_t resident_ = 0;
     std::atomic<std::size_t> peak_rows_{0};
-    std::atomic<int64_t> evals_{0}, hits_{0}, misses_{0};
+    std::atomic<int64_t> evals_{0};
 };
 
 }  // namespace sk
