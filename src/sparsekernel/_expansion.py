@@ -235,21 +235,29 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
     the time limit). The history holds W at Z0 and at every accepted iterate."""
     shape = Z0.shape
     last = {}
+    best = {"W": np.inf, "z": Z0.ravel().copy()}  # the lowest finite W evaluated, and where
 
     def fun(z):
         Z = z.reshape(shape)
+        if not np.all(np.isfinite(z)):  # a step past the range of doubles: no decrease there
+            return np.inf, np.zeros_like(z)
         ev = objective.evaluate(Z)
         last["z"], last["W"] = z.copy(), ev.W
+        if np.isfinite(ev.W) and ev.W < best["W"]:
+            best["W"], best["z"] = ev.W, z.copy()
         return ev.W, ev.grad.ravel()
 
-    W0, _ = fun(Z0.ravel())
+    W0, g0 = fun(Z0.ravel())
     history = [W0]
     if max_iter == 0:
         return Minimisation(Z0, history, 0, 1, STATUS_CONVERGED, "max_iter=0: the initial expansion vectors")
+    if float(g0 @ g0) == 0.0:  # stationary to double precision (also when |g|^2 underflows: L-BFGS-B's
+        # first step 1/|g| would then be infinite)
+        return Minimisation(Z0, history, 0, 1, STATUS_CONVERGED, "the gradient vanishes at the initial vectors")
     stop = {}
 
     def callback(xk):
-        W = last["W"] if np.array_equal(last.get("z"), xk) else objective.evaluate(xk.reshape(shape)).W
+        W = last["W"] if np.array_equal(last.get("z"), xk) else fun(xk)[0]
         history.append(W)
         if progress is not None:
             last["x"] = xk.copy()
@@ -264,7 +272,10 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
                    options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 0.0, "maxcor": 10})
     # scipy's status 1: iteration or evaluation limit
     status = stop.get("status", STATUS_MAX_ITER if res.status == 1 else STATUS_CONVERGED)
-    Z = (last["x"] if stop else res.x).reshape(shape)
+    z, W = (last["x"], history[-1]) if stop else (res.x, res.fun)
+    if not (np.all(np.isfinite(z)) and W <= best["W"]):
+        z = best["z"]  # never a non-finite iterate, nor one worse than a point already evaluated
+    Z = z.reshape(shape)
     if progress is not None:
         progress.end(len(history) - 1, history[-1], shape[0], status)
     return Minimisation(Z, history, int(res.nit), int(res.nfev) + 1, status, str(res.message))

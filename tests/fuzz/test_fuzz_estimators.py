@@ -9,30 +9,18 @@ Profiles: ``ci`` (the default, a few seconds per estimator) and ``long`` (SK_FUZ
 10,000 cases per estimator, for the robustness report).
 """
 
-import os
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from _fuzz import BAD, MAX_WARNINGS, TIME_LIMIT, pick as _pick, record  # also loads the hypothesis profile
 from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, PathSearchCV,
                           SparseKernelLogisticRegression, SparseKFD)
 
-settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=10_000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("SK_FUZZ_PROFILE", "ci"))
-
-MAX_WARNINGS = 5  # more than this from one fit is a warning storm
-# every fit that has a time budget gets this one: no case may run past it (a hang is a failure of
-# the budget, which the engine polls); unreachable tolerances otherwise run to LIBSVM's step cap
-TIME_LIMIT = 1.0
-
-BAD = (ValueError, TypeError)
 
 # hyper-parameter values: (valid, including extreme ones), (invalid)
 C_VALUES = ([1.0, 0.3, 1e-12, 1e6], [0.0, -1.0, float("nan")])
@@ -40,12 +28,6 @@ GAMMA_VALUES = (["scale", "auto", 0.5, 1e-9, 1e3], [0.0, -1.0, float("nan")])
 TOL_VALUES = ([1e-3, 1e-12, 10.0], [0.0, -1.0])
 CACHE_VALUES = ([200, 0.001, 1], [0, -5])
 ITER_VALUES = ([-1, 1, 5], [0])
-
-
-def _pick(draw, values):
-    """A valid value most of the time (so that fits happen), an invalid one otherwise."""
-    valid, invalid = values
-    return draw(st.sampled_from(invalid if draw(st.integers(0, 11)) == 0 else valid))
 
 
 @st.composite
@@ -136,15 +118,17 @@ def _check_fitted(model, X, y, proba=True):
         assert np.all(np.isfinite(pred))
 
 
-def _fit_or_clear_error(make, X, y):
+def _fit_or_clear_error(target, make, X, y):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             model = make().fit(X, y)
         except BAD as exc:
             assert str(exc), "an error without a message"
+            record(target, "error")
             return None
         assert len(caught) <= MAX_WARNINGS, [str(w.message) for w in caught]
+    record(target, "fit")
     return model
 
 
@@ -175,7 +159,7 @@ def test_fuzz_smo_estimators(name, draw):
     cls, extra, regression = SMO_ESTIMATORS[name]
     X, y = draw.draw(data(regression=regression))
     p = _params(draw.draw, extra)
-    model = _fit_or_clear_error(lambda: cls(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
+    model = _fit_or_clear_error(name, lambda: cls(n_jobs=1, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -185,17 +169,17 @@ def test_fuzz_nssvc(xy, draw):
     X, y = xy
     p = _params(draw.draw, (("s", (["auto", 1, 3, 10**9], [0, -2])),))
     p["C"] = _pick(draw.draw, ([0.25, 1e-9, 1e6], [0.0, -1.0, float("nan")]))
-    model = _fit_or_clear_error(lambda: NSSVC(n_jobs=1, max_iter=50, time_limit=TIME_LIMIT, **p), X, y)
+    model = _fit_or_clear_error("nssvc", lambda: NSSVC(n_jobs=1, max_iter=50, time_limit=TIME_LIMIT, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
 
-@given(data(), st.data())
-def test_fuzz_expansion_models(xy, draw):
+@pytest.mark.parametrize("cls", [SLMC, SparseKFD])
+@given(xy=data(), draw=st.data())
+def test_fuzz_expansion_models(cls, xy, draw):
     X, y = xy
-    cls = draw.draw(st.sampled_from([SLMC, SparseKFD]))
     p = _params(draw.draw, (("n_expansion", ([0.1, 1, 2, 10**6], [0, -1, 1.5])),))
-    model = _fit_or_clear_error(lambda: cls(random_state=0, max_iter=5, **p), X, y)
+    model = _fit_or_clear_error(cls.__name__.lower(), lambda: cls(random_state=0, max_iter=5, **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
@@ -212,7 +196,9 @@ def test_fuzz_path_search(xy, draw):
             search = PathSearchCV(SVC(n_jobs=1), grid, cv=cv, error_score="raise").fit(X, y)
         except BAD as exc:
             assert str(exc)
+            record("pathsearchcv", "error")
             return
+    record("pathsearchcv", "fit")
     _check_fitted(search.best_estimator_, X, y)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
@@ -246,3 +232,18 @@ def test_fuzz_regression_unreachable_tol_ends():
         model = SparseKernelLogisticRegression(kernel="linear", lam=0.5, C=0.3, tol=1e-12, cache_size=1).fit(X, y)
     assert model.n_iter_[0] == 10_000_000
     _check_fitted(model, X, y)
+
+
+def test_fuzz_regression_vanishing_gradient_keeps_finite_vectors():
+    """Found by fuzzing: SparseKFD on a point 19 units from the rest with gamma=1 starts at vectors
+    whose gradient is ~1e-171; its square underflows, L-BFGS-B's first step 1/|g| was infinite and
+    the model came out with NaN expansion vectors. A vanishing gradient now ends the run at the
+    start, and a run never returns a non-finite iterate or one worse than a point it evaluated."""
+    X = np.array([[0.0], [0.0], [19.0], [0.0]])
+    y = np.array([0, 0, 0, 1])
+    for model in (SparseKFD(gamma=1.0, max_iter=5, n_expansion=2, random_state=0),
+                  SLMC(gamma=1.0, max_iter=5, n_expansion=2, random_state=0)):
+        model.fit(sp.csr_matrix(X), y)
+        assert np.all(np.isfinite(model.expansion_vectors_))
+        _check_fitted(model, X, y)
+
