@@ -25,7 +25,7 @@ STARTUP_DEADLINE = 120.0
 EXIT_DEADLINE = 20.0
 
 SCRIPT = textwrap.dedent("""
-    import sys
+    import sys, time
     import numpy as np
     from sklearn.datasets import make_classification
     from sparsekernel import SVC
@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent("""
             model.fit(X, y)
             print("DONE", flush=True)
         except KeyboardInterrupt:
-            print("CAUGHT", flush=True)
+            print("CAUGHT", time.monotonic(), flush=True)
         # the library still works after an interrupted fit
         Xs, ys = X[:300], y[:300]
         small = SVC(solver=solver).fit(Xs, ys)
@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
 # NSSVC: eta = 1 makes Algorithm 1 cycle between working sets on Example 4.1 (about 7 ms an
 # iteration at 1e6 samples), so max_iter = 10**7 runs for hours; SIGINT lands between the C++ passes.
 NSSVM_SCRIPT = textwrap.dedent("""
-    import sys
+    import sys, time
     from sparsekernel import NSSVC
     from sparsekernel.datasets import make_nssvm_gaussians
 
@@ -65,7 +65,7 @@ NSSVM_SCRIPT = textwrap.dedent("""
         model.fit(X, y)
         print("DONE", flush=True)
     except KeyboardInterrupt:
-        print("CAUGHT", flush=True)
+        print("CAUGHT", time.monotonic(), flush=True)
     small = NSSVC(random_state=0).fit(X[:2000], y[:2000])
     print("RECOVERED", small.converged_, float((small.predict(X[:2000]) == y[:2000]).mean()), flush=True)
 """)
@@ -76,7 +76,7 @@ NSSVM_SCRIPT = textwrap.dedent("""
 # one thread; max_iter=10**6 and tol=1e-15 keep L-BFGS going after it); SIGINT lands in an inner
 # solve (or in the numpy code between them). Multiclass: the one-vs-rest problems in threads.
 SLMC_SCRIPT = textwrap.dedent("""
-    import sys
+    import sys, time
     import numpy as np
     from sklearn.datasets import make_classification
     from sparsekernel import SLMC
@@ -94,7 +94,7 @@ SLMC_SCRIPT = textwrap.dedent("""
             model.fit(X, y)
             print("DONE", flush=True)
         except KeyboardInterrupt:
-            print("CAUGHT", flush=True)
+            print("CAUGHT", time.monotonic(), flush=True)
         Xs, ys = X[:300], y[:300]
         small = SLMC(n_expansion=10, tol=1e-4, random_state=0).fit(Xs, ys)  # converges in ~20 iterations
         print("RECOVERED", small.converged_, float(np.mean(small.predict(Xs) == ys)), flush=True)
@@ -122,14 +122,14 @@ def _run_and_interrupt(solver, n_classes, mode, script=SCRIPT):
         time.sleep(1.0)  # well inside the C++ solve by now
         assert proc.poll() is None, "the fit ended before SIGINT"
         proc.send_signal(signal.SIGINT)
-        t0 = time.monotonic()
+        sent = time.monotonic()
         try:
             out, err = proc.communicate(timeout=EXIT_DEADLINE)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
             pytest.fail(f"no exit within {EXIT_DEADLINE}s of SIGINT (hang)\nstdout: {out}\nstderr: {err[-3000:]}")
-        return proc.returncode, line + out, err, time.monotonic() - t0
+        return proc.returncode, line + out, err, sent
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -195,3 +195,59 @@ def test_sigint_stops_slmc(n_classes):
 
 def test_sigint_is_catchable_slmc_and_library_recovers():
     _assert_caught_and_recovered(*_run_and_interrupt("-", 2, "recover", script=SLMC_SCRIPT)[:3], min_accuracy=0.6)
+
+
+# Every other solver: one long fit per estimator (C = 1e4 with a 1e-9 tolerance keeps SMO going for
+# minutes on 20000 points; the compact KLR route refines its basis by L-BFGS for 10^4 steps, each a
+# Newton solve), SIGINT after a second; the child reports when it caught the interrupt.
+ESTIMATOR_SCRIPT = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from sklearn.datasets import make_classification
+    from sparsekernel import SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, SparseKFD
+    from sparsekernel.model_selection import PathSearchCV
+
+    name = sys.argv[1]
+    X, y = make_classification(n_samples=20000, n_features=20, n_informative=10, flip_y=0.1, random_state=0)
+    long = dict(C=1e4, tol=1e-9, n_jobs=2)
+    model = {
+        "svc-csmo": lambda: SVC(solver="csmo", **long),
+        "svr": lambda: SVR(**long),
+        "klr-smo": lambda: KernelLogisticRegression(solver="smo", **long),
+        "klr-nystrom": lambda: KernelLogisticRegression(solver="nystrom", n_components=512, refine_basis=10**4,
+                                                        random_state=0, **long),
+        "sklr-smo": lambda: SparseKernelLogisticRegression(solver="smo", **long),
+        "skfd": lambda: SparseKFD(n_expansion=300, C=1e4, inner_tol=1e-9, max_iter=10**6, tol=1e-15, random_state=0),
+        "pathsearchcv": lambda: PathSearchCV(SVC(C=1e4, tol=1e-9, n_jobs=1), {"C": [1e3, 1e4]}, cv=3, n_jobs=2),
+    }[name]()
+    target = X[:, 0] if name == "svr" else y
+    print("READY", flush=True)
+    try:
+        model.fit(X, target)
+        print("DONE", flush=True)
+    except KeyboardInterrupt:
+        print("CAUGHT", time.monotonic(), flush=True)
+    Xs, ys = X[:300], y[:300]
+    small = SVC().fit(Xs, ys)
+    print("RECOVERED", small.converged_, float(np.mean(small.predict(Xs) == ys)), flush=True)
+""")
+
+ESTIMATORS = ["svc-csmo", "svr", "klr-smo", "klr-nystrom", "sklr-smo", "skfd", "pathsearchcv"]
+
+
+def sigint_latency(name, n_classes=2, script=ESTIMATOR_SCRIPT):
+    """Run ``script name n_classes recover`` in a fresh interpreter, SIGINT it inside the fit and
+    return (seconds from SIGINT to the child catching KeyboardInterrupt or None, returncode, stdout,
+    stderr). The child prints ``CAUGHT <time.monotonic()>``; CLOCK_MONOTONIC is system-wide on
+    Linux, so the two clocks agree."""
+    returncode, out, err, sent = _run_and_interrupt(name, n_classes, "recover", script=script)
+    caught = [ln.split() for ln in out.splitlines() if ln.startswith("CAUGHT")]
+    latency = float(caught[0][1]) - sent if caught else None
+    return latency, returncode, out, err
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_sigint_stops_every_estimator(name):
+    latency, returncode, out, err = sigint_latency(name)
+    _assert_caught_and_recovered(returncode, out, err, min_accuracy=0.6)
+    assert latency is not None and latency >= 0.0

@@ -76,7 +76,7 @@ def test_gradient_and_hessian_against_finite_differences():
     Z = X[:12]
     K, Kzz = rbf_kernel(X, Z, gamma=0.5), rbf_kernel(Z, Z, gamma=0.5)
     Ci = rng.uniform(0.5, 2.0, len(y))
-    prob = CompactProblem(DesignMatrix(K, np.float64), Kzz, yy, Ci, lam=0.7)
+    prob = CompactProblem(DesignMatrix(K), Kzz, yy, Ci, lam=0.7)
     w = rng.normal(size=13) * 0.3
     J, s, Rw = prob.objective(w, prob.A.matvec(w))
     g = prob.gradient(Rw, s)
@@ -89,6 +89,41 @@ def test_gradient_and_hessian_against_finite_differences():
     _, s_m, Rw_m = prob.objective(w - h * v, prob.A.matvec(w - h * v))
     fd_hv = (prob.gradient(Rw_p, s_p) - prob.gradient(Rw_m, s_m)) / (2 * h)
     np.testing.assert_allclose(prob.hessvec(v, prob.curvature(s)), fd_hv, rtol=1e-5, atol=1e-6)
+
+
+def test_design_matrix_products_equal_the_explicit_matrix():
+    """A = [K[:, cols], 1] as the products see it, without the column of ones or the selection
+    being stored: float64 exactly, float32 storage (a strided view of a wider block, as the growing
+    basis holds it) to its precision, with rows split over several row blocks."""
+    rng = np.random.default_rng(1)
+    K = rng.random((700, 9))
+    cols = np.array([0, 2, 3, 7])
+    A = np.hstack([K[:, cols], np.ones((700, 1))])
+    w, r, D = rng.normal(size=5), rng.normal(size=700), rng.random(700)
+    wide = np.zeros((700, 12), dtype=np.float32)
+    wide[:, :9] = K
+    for design, tol in ((DesignMatrix(K, cols), 1e-12), (DesignMatrix(wide[:, :9], cols), 1e-5)):
+        design.step = 64  # several row blocks
+        assert design.shape == (700, 5)
+        np.testing.assert_allclose(design.matvec(w), A @ w, rtol=tol, atol=tol)
+        np.testing.assert_allclose(design.rmatvec(r), r @ A, rtol=tol, atol=tol)
+        np.testing.assert_allclose(design.hessvec(w, D), A.T @ (D * (A @ w)), rtol=tol, atol=tol)
+        np.testing.assert_allclose(design.rows(np.array([3, 650])), A[[3, 650]], rtol=tol, atol=tol)
+
+
+def test_fill_writes_the_block_in_place_and_captures_exact_rows():
+    """CompactFit.fill: K(X, X[idx]) written into a float32 block's columns row chunk by row chunk,
+    and the exact float64 rows asked for (in the order asked)."""
+    X, y = _data(n=300)
+    fit = CompactFit(X, [np.where(y == 1, 1.0, -1.0)], np.ones(300), 0.0, KernelEvaluator("rbf", 0.3, 0.0, 3, 1),
+                     tol=1e-3, max_iter=10, budget_mb=1, rng=np.random.RandomState(0))
+    out = np.zeros((300, 20), dtype=np.float32)
+    idx, capture = np.array([5, 17, 250]), np.array([250, 0, 17, 299])
+    got = fit.fill(out, 4, idx=idx, capture=capture)
+    ref = rbf_kernel(X, X[idx], gamma=0.3)
+    np.testing.assert_allclose(out[:, 4:7], ref, rtol=1e-6)
+    assert not out[:, :4].any() and not out[:, 7:].any()
+    np.testing.assert_allclose(got, ref[capture], rtol=1e-12)
 
 
 def test_float32_storage_agrees_with_float64():
@@ -147,7 +182,7 @@ def test_ivm_scores_are_one_coordinate_newton_decreases():
     for c in range(len(pool)):
         cols = np.concatenate([idx, pool[c:c + 1]])
         Kx = np.column_stack([K, Kc[:, c]])
-        prob = CompactProblem(DesignMatrix(Kx, np.float64), Kx[cols], yy, Ci, 0.0)
+        prob = CompactProblem(DesignMatrix(Kx), Kx[cols], yy, Ci, 0.0)
         w0 = np.concatenate([st["w"][:-1], [0.0], st["w"][-1:]])
         J0, s, Rw = prob.objective(w0, prob.A.matvec(w0))
         g = prob.gradient(Rw, s)[10]

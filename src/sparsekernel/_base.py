@@ -77,8 +77,12 @@ def resolve_gamma(gamma, X):
 
 
 def canonical_csr(X):
-    """CSR X without duplicate entries (scipy reads duplicates as their sum), sorted indices."""
+    """CSR X without duplicate entries (scipy reads duplicates as their sum), sorted indices, and
+    int32 index arrays when they fit (load_svmlight_file gives int64 ones, which scikit-learn's
+    own routines used inside a fit, such as KMeans, reject)."""
     X = sp.csr_matrix(X)
+    if X.indices.dtype != np.int32 and max(X.nnz, X.shape[1]) < 2**31:
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()

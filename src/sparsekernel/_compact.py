@@ -41,6 +41,8 @@ BASES = ("kmeans", "uniform", "ivm")
 
 # row block of the products with A: small enough to stay in cache between A v and A'(D A v)
 _BLOCK_BYTES = 1 << 21
+# kernel values per row chunk while the block is filled (the float64 temporaries: 8 MB)
+_FILL_CHUNK_ENTRIES = 1 << 20
 # the Newton steps stop when the estimated suboptimality g'P^-1 g / 2 is below this x tol x J
 _TOL_SCALE = 1e-3
 _ARMIJO = 1e-4
@@ -61,53 +63,73 @@ def _log1pexp(z):
 
 # ---------------------------------------------------------------------------------- the design matrix
 class DesignMatrix:
-    """A = [K(X, Z), 1] of (P_M), stored once (float64, or float32 when float64 would not fit the
-    memory budget: the products still accumulate in float64 per row block)."""
+    """A = [K(X, Z), 1] of (P_M) over a kernel block K (N x m) held elsewhere: float64, or float32 when
+    float64 would not fit the memory budget (the products that decide convergence still accumulate
+    in float64 per row block). The column of ones is implicit (b is added, not stored), and ``cols``
+    (the independent basis points) selects columns without copying K: a dropped point's coefficient
+    is held at 0."""
 
-    def __init__(self, K, dtype):
-        N, M = K.shape
-        self.A = np.empty((N, M + 1), dtype=dtype)
-        self.A[:, :M] = K
-        self.A[:, M] = 1.0
-        self.shape = self.A.shape
-        self.step = max(64, _BLOCK_BYTES // (self.A.itemsize * (M + 1)))
+    def __init__(self, K, cols=None):
+        N, m = K.shape
+        self.K = K
+        self.cols = None if cols is None or len(cols) == m else np.asarray(cols)
+        M = m if self.cols is None else len(self.cols)
+        self.shape = (N, M + 1)
+        self.step = max(64, _BLOCK_BYTES // (K.itemsize * (m + 1)))
 
-    def _blocks64(self):
-        for start in range(0, self.A.shape[0], self.step):
-            sl = slice(start, min(self.A.shape[0], start + self.step))
-            yield sl, self.A[sl].astype(np.float64)
+    def _beta(self, w, dtype=np.float64):
+        """The coefficients of every column of K (0 for the dropped ones) from w = (beta, b)."""
+        if self.cols is None:
+            return np.ascontiguousarray(w[:-1], dtype=dtype)
+        beta = np.zeros(self.K.shape[1], dtype=dtype)
+        beta[self.cols] = w[:-1]
+        return beta
+
+    def _kept(self, v):
+        return v if self.cols is None else v[self.cols]
+
+    def _row_blocks(self):
+        for start in range(0, self.K.shape[0], self.step):
+            yield slice(start, min(self.K.shape[0], start + self.step))
 
     def matvec(self, w):
         """A w (length N), in float64 (float32 storage is widened block by block)."""
-        if self.A.dtype == np.float64:
-            return self.A @ w
-        out = np.empty(self.A.shape[0])
-        for sl, Ab in self._blocks64():
-            out[sl] = Ab @ w
-        return out
+        beta, K = self._beta(w), self.K
+        if K.dtype == np.float64:
+            return K @ beta + w[-1]
+        out = np.empty(K.shape[0])
+        for sl in self._row_blocks():
+            out[sl] = K[sl].astype(np.float64) @ beta
+        return out + w[-1]
 
     def rmatvec(self, r):
         """A' r (length M + 1), in float64."""
-        if self.A.dtype == np.float64:
-            return r @ self.A
-        out = np.zeros(self.A.shape[1])
-        for sl, Ab in self._blocks64():
-            out += r[sl] @ Ab
-        return out
+        K = self.K
+        if K.dtype == np.float64:
+            g = r @ K
+        else:
+            g = np.zeros(K.shape[1])
+            for sl in self._row_blocks():
+                g += r[sl] @ K[sl].astype(np.float64)
+        return np.append(self._kept(g), r.sum())
 
     def hessvec(self, v, D):
-        """A' (D * (A v)) in one pass over A (each row block is read once, while in cache), in the
+        """A' (D * (A v)) in one pass over K (each row block is read once, while in cache), in the
         storage precision: CG only needs an approximate Newton direction."""
-        A, dt = self.A, self.A.dtype
-        v, D = v.astype(dt), D.astype(dt)
-        out = np.zeros(A.shape[1], dtype=dt)
-        for start in range(0, A.shape[0], self.step):
-            Ab = A[start:start + self.step]
-            out += (D[start:start + self.step] * (Ab @ v)) @ Ab
-        return out.astype(np.float64)
+        K, dt = self.K, self.K.dtype
+        beta, b, D = self._beta(v, dt), dt.type(v[-1]), D.astype(dt)
+        out = np.zeros(K.shape[1], dtype=dt)
+        total = 0.0
+        for sl in self._row_blocks():
+            Kb = K[sl]
+            u = D[sl] * (Kb @ beta + b)
+            out += u @ Kb
+            total += float(u.sum(dtype=np.float64))
+        return np.append(self._kept(out.astype(np.float64)), total)
 
     def rows(self, idx):
-        return np.asarray(self.A[idx], dtype=np.float64)
+        R = np.asarray(self.K[idx], dtype=np.float64)
+        return np.hstack([self._kept(R.T).T, np.ones((len(idx), 1))])
 
 
 # ---------------------------------------------------------------------------------- Newton on (P_M)
@@ -310,10 +332,11 @@ def grow_basis(fit, M, basis, auto):
     m = min(M, AUTO_START if auto else (max(16, M // 8) if basis == "ivm" else M))
     idx = order[:m]
     used = m  # order[:used] are in the basis or were offered as candidates
-    K = fit.columns(idx)
+    K = fit.storage(M)  # the block of the largest basis; the rounds fill its columns
+    Kzz = fit.fill(K, 0, idx=idx, capture=idx)
     w0, J_prev = None, None
     while True:
-        states = fit.solve_all(K, K[idx], w0)
+        states = fit.solve_all(K[:, :len(idx)], Kzz, w0)
         J = sum(st["objective"] for st in states)
         if fit.growth_done(len(idx), M, auto, J_prev, J):
             return idx, states
@@ -323,17 +346,30 @@ def grow_basis(fit, M, basis, auto):
             pool = order[used:used + 2 * add]
             Kc = fit.columns(pool)
             pick = np.argsort(-ivm_scores(fit, idx, pool, Kc, states), kind="stable")[:add]
-            new, Knew = pool[pick], Kc[:, pick]
+            new = pool[pick]
+            K[:, len(idx):len(idx) + len(new)] = Kc[:, pick]
+            cross = Kc[np.concatenate([idx, new])][:, pick]
+            del Kc
             rest = np.setdiff1d(pool, new, assume_unique=True)  # not imported: offered again later
             order[used:used + len(pool)] = np.concatenate([new, rest])
             used += len(new)
         else:
             new = order[used:used + add]
-            Knew = fit.columns(new)
+            cross = fit.fill(K, len(idx), idx=new, capture=np.concatenate([idx, new]))
             used += len(new)
         w0 = [np.concatenate([st["w"][:-1], np.zeros(len(new)), st["w"][-1:]]) for st in states]
+        Kzz = _grown_gram(Kzz, cross)
         idx = np.concatenate([idx, new])
-        K = np.hstack([K, Knew])
+
+
+def _grown_gram(Kzz, cross):
+    """K_ZZ of the basis Z + new from K_ZZ and cross = K([Z; new], new) (exact float64)."""
+    m, a = Kzz.shape[0], cross.shape[1]
+    G = np.empty((m + a, m + a))
+    G[:m, :m] = Kzz
+    G[:, m:] = cross
+    G[m:, :m] = cross[:m].T
+    return G
 
 
 def independent_columns(Kzz, prefer=None):
@@ -381,6 +417,42 @@ class CompactFit:
         self.last_cols = None  # the independent basis points of the last solve (independent_columns)
 
     # the kernel blocks
+    def storage(self, M):
+        """An empty N x M block for K(X, Z) in the storage precision, filled column block by column
+        block as the basis grows (row-major: the row-block products read it 1.5x faster than a
+        column-major block). Refused (ValueError) when it does not fit the memory budget."""
+        return np.empty((self.X.shape[0], M), dtype=self.storage_dtype(M))
+
+    def fill(self, out, j0, *, idx=None, Z=None, capture=None):
+        """Write K(X, P) into out[:, j0:j0 + len(P)] row chunk by row chunk, for the points P = the
+        training rows ``idx`` or the points ``Z``; returns the exact float64 rows ``capture`` of the
+        block, K(X[capture], P) (or None). The float64 temporaries are one row chunk."""
+        from ._base import _row_sqnorms, core_matrix
+
+        k = len(idx) if idx is not None else Z.shape[0]
+        N = self.X.shape[0]
+        step = max(1, _FILL_CHUNK_ENTRIES // max(1, k))
+        P = None if self.precomputed else (self.X[idx] if idx is not None else Z)
+        P_core = None if P is None else core_matrix(P)
+        # dense rows: the evaluator's BLAS route (X P' and the transform); CSR: the C++ row kernels
+        B = None if P is None or sp.issparse(self.X) else P
+        B_sqnorms = _row_sqnorms(B) if B is not None and self.ev.kernel == "rbf" else None
+        where = None
+        if capture is not None:
+            order = np.argsort(capture, kind="stable")
+            where, kept = np.empty((len(capture), k)), np.asarray(capture)[order]
+        for start in range(0, N, step):
+            sl = slice(start, min(N, start + step))
+            if self.precomputed:
+                Kb = np.asarray(self.X[sl][:, idx], dtype=np.float64)
+            else:
+                Kb = self.ev(self.X[sl], P_core, B, B_sqnorms)
+            out[sl, j0:j0 + k] = Kb
+            if capture is not None:
+                lo, hi = np.searchsorted(kept, [sl.start, sl.stop])
+                where[order[lo:hi]] = Kb[kept[lo:hi] - sl.start]
+        return where
+
     def columns(self, idx):
         """K(X, X[idx]) for training points idx."""
         if self.precomputed:
@@ -445,10 +517,11 @@ class CompactFit:
         cols = independent_columns(Kzz, prefer if prefer is None or prefer.max(initial=-1) < M_all else None)
         self.last_cols = cols
         if len(cols) < M_all:  # points in the span of the others (duplicates): beta = 0 for them
-            K, Kzz = K[:, cols], Kzz[np.ix_(cols, cols)]
+            Kzz = Kzz[np.ix_(cols, cols)]
         wcols = np.append(cols, M_all)  # (beta of the kept points, b)
         M = len(cols)
-        A = DesignMatrix(K, self.storage_dtype(M))
+        self.storage_dtype(M_all)  # the refusal, for a block the caller computed (k-means, refinement)
+        A = DesignMatrix(K, cols)
         n_sub = min(self.X.shape[0], max(2000, 2 * (M + 1)))
         out = []
         for k, yk in enumerate(self.problems):
@@ -524,7 +597,10 @@ def fit_compact(fit, M, basis, refine_steps, auto=False):
         idx, J_prev, m = None, None, (min(M, AUTO_START) if auto else M)
         while True:
             Z = kmeans_basis(X, m, fit.rng)
-            states = fit.solve_all(fit.block(Z), fit.gram(Z))
+            K = None  # the previous size's block is freed before the next is filled
+            K = fit.storage(m)
+            fit.fill(K, 0, Z=Z)
+            states = fit.solve_all(K, fit.gram(Z))
             J = sum(st["objective"] for st in states)
             if fit.growth_done(m, M, auto, J_prev, J):
                 break

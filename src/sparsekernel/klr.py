@@ -357,6 +357,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         kernel_key = (self.kernel, float(self._gamma), float(self.coef0), int(self.degree))
         workers = threads if len(problems) >= threads else 1
         inner = 1 if workers > 1 else threads
+        cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
         store = active_store()
         data_key = data_fingerprint(X, y, sample_weight) if store is not None else None
         source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
@@ -376,12 +377,12 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
                 session = store.take_session(key, kernel_key)
                 if session is None:
                     session = _core.Session(Xc, *params, yk, 0,
-                                            float(self.cache_size) if source is None else source.local_mb, inner,
+                                            cache_mb if source is None else source.local_mb, inner,
                                             None if source is None else source.rows,
                                             None if source is None else np.ascontiguousarray(source.index[keep]))
             r = _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
                               shrinking=self.shrinking, second_order=self.wss == "second",
-                              cache_size=self.cache_size, threads=inner, token=token,
+                              cache_size=cache_mb, threads=inner, token=token,
                               time_limit=monitor.remaining(), progress=progress.engine_callback(),
                               f0=None if starts is None else starts[k], a0=a0, g0=g0, session=session)
             r["warm_started"] = a0 is not None
@@ -459,7 +460,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         if M < 64:  # the float32 block of a useful basis does not fit cache_size: start as usual
             return None
         fit = self._compact_problems(Xk, problems, Ck, lam, threads, tol=max(float(self.tol), 1e-4), max_iter=0)
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with threadpool_limits(limits=1, user_api="blas"):  # see _fit_compact
             _, _, states = fit_compact(fit, M, "uniform", 0)
         return [st["f"] for st in states]
 
@@ -477,7 +478,10 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, metric="decrement")
         fit = self._compact_problems(Xk, problems, Ck, lam, threads, tol=self.tol,
                                      max_iter=self.max_iter if self.max_iter > 0 else 0, monitor=monitor)
-        with threadpool_limits(limits=threads, user_api="blas"):
+        # BLAS on one thread: its threaded products over N sum in an order that depends on the thread
+        # count, and the model must not (measured: no slower on 2 cores, the row-block products are
+        # memory-bound); the kernel blocks use the threads
+        with threadpool_limits(limits=1, user_api="blas"):
             Z, idx, states = fit_compact(fit, M, self.basis, int(self.refine_basis), auto=auto)
         monitor.close()
         if idx is not None:

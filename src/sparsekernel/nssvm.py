@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from . import _core
+from ._memory import nssvc_working_bytes, require
 from ._base import (
     KERNELS,
     STATUS_CONVERGED,
@@ -53,6 +54,7 @@ from ._base import (
 )
 
 SIGMA = 1.1  # Algorithm 2's growth factor of s
+_COLUMN_CHUNK = 256  # kernel columns computed per call when the working set takes new indices
 ACC_TOL = 1e-4  # (67), on ACC as a fraction (see NSSVC's docstring)
 GROW_EVERY = 10  # Algorithm 2: s grows when k is a multiple of this (or when (66) holds)
 KERNEL_S_FRACTION = 0.1  # s='auto' for nonlinear kernels (see NSSVC's docstring)
@@ -172,16 +174,24 @@ class _KernelQ:
         free = sorted(set(range(self.cols.shape[1])) - set(keep.values()))
         if len(new) > len(free):  # grow the block (s grew): room for sigma more
             cap = max(len(keep) + len(new), int(math.ceil(SIGMA * len(T))))
+            require(8.0 * self.m * (cap + self.cols.shape[1]), f"NSSVC growing its working set to {len(T)}",
+                    "lower s or pass adaptive=False (every kernel column of the working set is kept)")
             grown = np.zeros((self.m, cap), order="F")
             old = sorted(keep.values())
-            grown[:, :len(old)] = self.cols[:, old]
+            for start in range(0, len(old), _COLUMN_CHUNK):  # a gather of the whole block would copy it
+                part = old[start:start + _COLUMN_CHUNK]
+                grown[:, start:start + len(part)] = self.cols[:, part]
             moved = {sl: t for t, sl in enumerate(old)}
             keep = {j: moved[sl] for j, sl in keep.items()}
             self.cols = grown
             free = list(range(len(old), cap))
         if new:
             slots = free[:len(new)]
-            self.cols[:, slots] = self._columns(np.asarray(new, dtype=np.int64))
+            new_idx = np.asarray(new, dtype=np.int64)
+            # a few hundred columns at a time: the temporary stays small next to the block
+            for start in range(0, len(new), _COLUMN_CHUNK):
+                part = slice(start, start + _COLUMN_CHUNK)
+                self.cols[:, slots[part]] = self._columns(new_idx[part])
             keep.update(zip(new, slots))
         self.slot = keep
         return np.array([keep[j] for j in T], dtype=np.int64)
@@ -616,6 +626,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel not in ("linear", "precomputed") else 0.0
         self.shape_fit_ = X.shape
         s0 = self._level(m, n)
+        require(nssvc_working_bytes(self.kernel, m, n, s0), f"NSSVC with s={s0} on {m} x {n} data",
+                "lower s" + ("" if self.kernel == "linear" else " (the kernel columns of the working set are kept: "
+                             "8 m s bytes)"))
         eta = 1.0 / m if self.eta is None else float(self.eta)
         tol = 1e-6 * max(math.sqrt(m), math.sqrt(n)) if self.tol is None else float(self.tol)
         rng = check_random_state(self.random_state)

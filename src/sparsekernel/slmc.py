@@ -33,6 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from ._memory import expansion_working_bytes, require
 from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, FitMonitor, KernelEvaluator, \
     canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, \
     run_parallel, warn_if_stopped_early, with_callbacks
@@ -96,8 +97,9 @@ def initial_expansion(X, n_z, init, rng):
     if isinstance(init, str) and init == "kmeans":
         from sklearn.cluster import KMeans
 
-        with warnings.catch_warnings():  # fewer distinct points than clusters: separated below
-            warnings.simplefilter("ignore", ConvergenceWarning)
+        # one OpenMP thread: KMeans' chunked sums depend on the thread count, and the model must not
+        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+            warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points than clusters: separated below
             km = KMeans(n_clusters=n_z, n_init=3, random_state=rng.randint(2**31 - 1)).fit(X)
         return _separate_duplicates(np.asarray(km.cluster_centers_, dtype=np.float64), X, rng)
     return np.array(init, dtype=np.float64)
@@ -156,18 +158,20 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
         from .svm import SVC
 
         return SVC(C=float(self.C), kernel=self.kernel, gamma=self._gamma, coef0=self.coef0, degree=self.degree,
-                   cache_size=getattr(self, "cache_size", 200), n_jobs=threads).fit(X, y)
+                   cache_size=self._cache_mb, n_jobs=threads).fit(X, y)
 
     def _kernel(self, threads):
         return ExpansionKernel(self.kernel, self._gamma, self.coef0, self.degree, threads)
 
     def _inner_svm(self, y, threads, token):
         """The SVM (37)-(39) with this estimator's C and inner tolerance."""
-        return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3),
-                        getattr(self, "cache_size", 200), threads, token)
+        return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3), self._cache_mb, threads,
+                        token)
 
     def _machinery(self, X, y, n_z, threads, token):
         """The kernel and the inner SVM of one binary problem, on as many threads as pay for its size."""
+        require(expansion_working_bytes(X.shape[0], n_z), f"{type(self).__name__} with {n_z} expansion vectors on "
+                f"{X.shape[0]} samples", "lower n_expansion")
         threads = _threads_for(X.shape[0], n_z, threads)
         return self._kernel(threads), self._inner_svm(y, threads, token)
 
@@ -212,6 +216,8 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
         seeds = check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1, size=len(targets))
         workers = min(threads, len(targets))
         inner = 1 if workers > 1 else threads
+        # the budget holds for the problems fitted at once (each has a reference SVC and an inner SVM)
+        self._cache_mb = float(getattr(self, "cache_size", 200)) / workers
 
         monitor = FitMonitor(self, len(targets), tol=float(getattr(self, "tol", 0.0)), X=X, y=y,
                              parallel=workers > 1, metric="W", max_iter=int(getattr(self, "max_iter", 0)) or None)
@@ -220,7 +226,9 @@ class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator)
             progress = monitor.problem_if_needed(k)
             return self._fit_binary(X, targets[k], np.random.RandomState(seeds[k]), inner, token, progress)
 
-        with threadpool_limits(limits=inner, user_api="blas"):
+        # BLAS on one thread: its multi-threaded products (the gradients' n_z x N x d) sum in an order that
+        # depends on the thread count, and the model must not; the kernel blocks use the threads
+        with threadpool_limits(limits=1, user_api="blas"):
             results = run_parallel(fit_one, list(range(len(targets))), workers)
         monitor.close()
         self._store(results, X.shape[1])

@@ -207,6 +207,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         monitor when given. Returns the engine's dicts."""
         workers = threads if len(problems) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
+        cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
         route = self._route()
         kernel = self._kernel_name()
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
@@ -235,7 +236,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             if (store is not None or own_sessions is not None) and session is None:
                 session = _core.Session(
                     Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), pr["y"], pr["problem"],
-                    float(self.cache_size) if source is None else source.local_mb, inner_threads,
+                    cache_mb if source is None else source.local_mb, inner_threads,
                     None if source is None else source.rows,
                     None if source is None else np.ascontiguousarray(source.index[idx]))
             progress = monitor.problem(k) if monitor is not None else None
@@ -243,7 +244,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
                 Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
                 pr["y"], pr["p"], None, np.zeros(len(pr["y"])), pr["hi"], a0, float(self.tol), int(self.max_iter),
                 bool(self.shrinking), route != "smo1", route == "batched", int(getattr(self, "working_set_size", 0) or 0),
-                float(self.cache_size), inner_threads, token, False, route == "csmo", pr["problem"], g0, session,
+                cache_mb, inner_threads, token, False, route == "csmo", pr["problem"], g0, session,
                 monitor.remaining() if monitor is not None else 0.0,
                 progress.engine_callback() if progress is not None else None)
             if progress is not None:

@@ -247,3 +247,18 @@ def test_fuzz_regression_vanishing_gradient_keeps_finite_vectors():
         assert np.all(np.isfinite(model.expansion_vectors_))
         _check_fitted(model, X, y)
 
+
+
+def test_fuzz_regression_int64_csr_reaches_kmeans():
+    """Found by the memory benchmark on w8a as load_svmlight_file returns it: SparseKFD's k-means
+    start passed CSR with int64 indices to scikit-learn's KMeans, which rejects them. Every fit now
+    narrows the index arrays once (when they fit in int32)."""
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 8, density=0.4, random_state=0, format="csr")
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    y = (rng.random(60) > 0.5).astype(int)
+    for model in (SparseKFD(n_expansion=5, max_iter=3, random_state=0),
+                  KernelLogisticRegression(solver="nystrom", basis="kmeans", n_components=8, random_state=0)):
+        assert X.indices.dtype == np.int64
+        model.fit(X, y)
+        _check_fitted(model, X, y)
