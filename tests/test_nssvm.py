@@ -718,3 +718,62 @@ def test_sparsity_level_rule():
     assert sparsity_level(1.0, 100, 80) == 80  # log2(m/n) taken >= 1
     assert sparsity_level(1.0, 10, 50) == 10  # clipped to m
     assert sparsity_level(1e-6, 1000, 2) == 2
+
+
+# ---------------------------------------------------------------------------- row blocks
+@pytest.mark.parametrize("case", ["dense", "csr", "float32", "3class", "refit"])
+def test_row_blocks_give_the_same_fit_bit_for_bit(monkeypatch, case):
+    """The linear pass over X split into uneven row blocks (each scanned alone, the top-s merged by
+    _core.nssvm_merge_top) selects the same T and gives the same iterates as X in one block: the
+    property a distributed fit (sparsekernel.dask) relies on. Also counts the trips to the data:
+    one pass per Newton iteration plus the rows of the initial working set (plus the probe and the
+    window of the intercept refit)."""
+    import sparsekernel.nssvm as nssvm_module
+    from sparsekernel._blocks import InMemoryBlocks
+
+    if case == "3class":
+        X, y = make_classification(n_samples=3000, n_features=8, n_informative=5, n_classes=3, random_state=0)
+    else:
+        X, y = make_nssvm_gaussians(5000, random_state=1)
+    if case == "csr":
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    if case == "float32":
+        X = X.astype(np.float32)
+    params = dict(random_state=0, refit_intercept=case == "refit")
+    whole = NSSVC(**params).fit(X, y)
+
+    made = []
+
+    class Recorded(InMemoryBlocks):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(nssvm_module, "InMemoryBlocks", Recorded)
+    monkeypatch.setattr(nssvm_module, "_BLOCK_ROWS", 977)
+    split = NSSVC(**params).fit(X, y)
+    assert len(made) == 1 and len(made[0].bounds) > 3
+    for name in ("dual_coef_", "intercept_", "support_", "n_iter_", "s_"):
+        np.testing.assert_array_equal(getattr(split, name), getattr(whole, name), err_msg=name)
+    for a, b in zip(split.history_, whole.history_):
+        np.testing.assert_array_equal(a, b)
+    expected = int(np.sum(split.n_iter_)) + len(split.n_iter_)
+    if case == "refit":  # the probe rows and the window, and the rows of the best iterate's support
+        assert expected + 2 <= made[0].round_trips <= expected + 3  # when it is not the last one
+    else:
+        assert made[0].round_trips == expected
+
+
+def test_merge_top_is_the_scan_rule():
+    """_core.nssvm_merge_top: the k best by score, ties to the smaller index, returned in index order."""
+    from sparsekernel import _core
+
+    idx = np.array([7, 3, 11, 5, 2], dtype=np.int64)
+    score = np.array([1.0, 2.0, 2.0, 0.5, 1.0])
+    g = np.arange(5, dtype=np.float64)
+    r = _core.nssvm_merge_top(idx, score, g, 3)
+    np.testing.assert_array_equal(r["T"], [2, 3, 11])  # 3 and 11 (score 2), then 2 before 7 (score 1)
+    np.testing.assert_array_equal(r["g"], [4.0, 1.0, 2.0])
+    assert len(_core.nssvm_merge_top(idx, score, g, 10)["T"]) == 5
+    with pytest.raises(ValueError):
+        _core.nssvm_merge_top(idx, score[:3], g, 2)

@@ -1,6 +1,7 @@
 """sparsekernel: fast, scikit-learn compatible kernel machines with a C++17 core."""
 
 from . import datasets
+from ._memory import InsufficientMemoryError
 from .io import load_model, save_model
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
 from .metrics import expected_calibration_error
@@ -10,5 +11,6 @@ from .slmc import SLMC, SparseKFD
 from .svm import SVC, SVR
 
 __all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
-           "SparseKernelLogisticRegression", "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model"]
+           "SparseKernelLogisticRegression", "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model",
+           "InsufficientMemoryError"]
 __version__ = "0.1.0"

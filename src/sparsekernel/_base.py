@@ -4,8 +4,11 @@ prediction."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 import os
+import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, validate_data
 
 from . import _core
@@ -248,7 +252,54 @@ def callable_gram(kernel, A, B):
     return K
 
 
-class KernelModelMixin:
+# the prediction methods that take a dask array (sparsekernel.dask runs them block by block)
+DASK_METHODS = ("predict", "decision_function", "predict_proba", "predict_log_proba", "score")
+
+
+def is_dask_array(X):
+    """True for a dask array, without importing dask (X can only be one when dask.array is loaded)."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
+
+
+def _dask_dispatching(fn):
+    """``fn`` (a prediction method) sending a dask array X to ``sparsekernel.dask``'s function of the
+    same name, which runs ``fn`` itself on every block."""
+    @functools.wraps(fn)
+    def method(self, X, *args, **kwargs):
+        if is_dask_array(X):
+            from . import dask as sk_dask
+
+            return getattr(sk_dask, fn.__name__)(self, X, *args, **kwargs)
+        return fn(self, X, *args, **kwargs)
+
+    method._sparsekernel_dask_dispatch = True
+    return method
+
+
+class DaskDispatchMixin:
+    """Prediction methods that accept dask arrays: ``model.predict(dask_X)`` returns a dask array
+    computed block by block on the workers (``score``: a float), as ``sparsekernel.dask.predict``.
+
+    Every estimator defines its own predict / decision_function / ..., and ``score`` comes from
+    scikit-learn's mixins, which precede this one in the method resolution order; so rather than
+    methods of its own, the mixin wraps the class's (defined or inherited) ``DASK_METHODS`` when a
+    subclass is created, once per method (a subclass inherits the wrapped one). Methods behind
+    ``available_if`` (SVC.predict_proba) keep their availability check."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in DASK_METHODS:
+            raw = inspect.getattr_static(cls, name, None)
+            fn, check = getattr(raw, "fn", None), getattr(raw, "check", None)
+            if callable(fn) and callable(check):  # an available_if descriptor
+                if not getattr(fn, "_sparsekernel_dask_dispatch", False):
+                    setattr(cls, name, available_if(check)(_dask_dispatching(fn)))
+            elif inspect.isfunction(raw) and not getattr(raw, "_sparsekernel_dask_dispatch", False):
+                setattr(cls, name, _dask_dispatching(raw))
+
+
+class KernelModelMixin(DaskDispatchMixin):
     """What every kernel-expansion estimator shares: input checks for dense / CSR / precomputed X,
     the kernel between new points and the stored expansion vectors, pickling and tags.
 

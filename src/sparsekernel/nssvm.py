@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from . import _core
+from ._blocks import SCAN_GIVEN, InMemoryBlocks, RowBlocks
 from ._memory import nssvc_working_bytes, require
 from ._base import (
     KERNELS,
@@ -55,12 +56,12 @@ from ._base import (
 
 SIGMA = 1.1  # Algorithm 2's growth factor of s
 _COLUMN_CHUNK = 256  # kernel columns computed per call when the working set takes new indices
+_BLOCK_ROWS = None  # rows per block of the linear pass (None: X as one block; the tests split it)
 ACC_TOL = 1e-4  # (67), on ACC as a fraction (see NSSVC's docstring)
 GROW_EVERY = 10  # Algorithm 2: s grows when k is a multiple of this (or when (66) holds)
 KERNEL_S_FRACTION = 0.1  # s='auto' for nonlinear kernels (see NSSVC's docstring)
 AUTO_MAX_FRACTION = 0.05  # s='auto' for the linear kernel: s(beta) capped at this fraction of m
 
-_SCAN_DENSE, _SCAN_CSR, _SCAN_GIVEN = 0, 1, 2
 
 
 def sparsity_level(beta, m, n):
@@ -84,27 +85,35 @@ def _scale_rows(A, v):
 
 
 class _LinearQ:
-    """Q = [y_1 x_1 ... y_m x_m] (n x m) of the linear kernel, through X itself (dense or CSR,
-    float32 or float64, never copied)."""
+    """Q = [y_1 x_1 ... y_m x_m] (n x m) of the linear kernel, through the row blocks of X
+    (``_blocks.RowBlocks``: X in memory, never copied, or on Dask workers). The rows of the working
+    set T come back with each pass, so the algebra on T never goes back to the data."""
 
-    def __init__(self, X, y, nthreads):
-        self.X, self.y, self.nthreads = X, y, nthreads
-        self.m, self.n = X.shape
-        if sp.issparse(X):
-            self.kind = _SCAN_CSR
-            self._indptr = np.asarray(X.indptr, dtype=np.int64)
-        else:
-            self.kind = _SCAN_DENSE
+    def __init__(self, data, y, nthreads=1):
+        """``data``: the RowBlocks of a fit (their target set to this problem), or X itself."""
+        if not isinstance(data, RowBlocks):
+            data = InMemoryBlocks(data, (np.asarray(y) > 0).astype(np.int8), nthreads)
+            data.set_target(1)
+        self.blocks, self.y = data, y
+        self.m, self.n = data.shape
+        self.T, self.X_T = np.zeros(0, dtype=np.int64), None
+
+    def rows(self, idx):
+        """The rows of sorted indices idx: from those of T when idx lies in T, else from the data."""
+        if self.X_T is not None and np.array_equal(idx, self.T):
+            return self.X_T
+        if self.X_T is not None and len(idx) and np.all(np.isin(idx, self.T, assume_unique=True)):
+            return self.X_T[np.searchsorted(self.T, idx)]
+        self.T, self.X_T = np.array(idx, dtype=np.int64), self.blocks.rows(idx)
+        return self.X_T
 
     def theta_solve(self, T, E, rhs):
         """Theta^{-1} rhs for Theta = H_T(a) = Q_T'Q_T + diag(E) (63), Q_T' = the rows y_i x_i of T: an
         s x s Cholesky when s <= n, else the Woodbury identity with the n x n matrix I + Q_T D^-1 Q_T'.
         CSR X stays sparse (products cost O(s nnz_row^2), not O(s n^2))."""
         yT = self.y[T].astype(np.float64)
-        if sp.issparse(self.X):
-            QT = _scale_rows(self.X[T], yT)  # s x n, CSR
-        else:
-            QT = np.asarray(self.X[T], dtype=np.float64) * yT[:, None]
+        X_T = self.rows(T)
+        QT = _scale_rows(X_T, yT) if sp.issparse(X_T) else X_T * yT[:, None]  # s x n
         dense = (lambda A: A.toarray() if sp.issparse(A) else A)
         if len(T) <= self.n:
             G = dense(QT @ QT.T)
@@ -119,27 +128,24 @@ class _LinearQ:
 
     def weights(self, S, alpha_S):
         """w = Q a = sum_{i in S} a_i y_i x_i (72)."""
+        if not len(S):
+            return np.zeros(self.n)
         coef = alpha_S * self.y[S]
-        XS = self.X[S]
-        w = XS.T @ coef
+        w = self.rows(S).T @ coef
         return np.asarray(w, dtype=np.float64).ravel()
-
-    def _layout(self):
-        """X as the (kind, data, indptr, indices) arguments of the C++ passes."""
-        if self.kind == _SCAN_DENSE:
-            return (_SCAN_DENSE, self.X, None, None)
-        return (_SCAN_CSR, self.X.data, self._indptr, self.X.indices)
 
     def window(self, S, alpha_S, b, rng):
         """The samples nearest the boundary at (alpha; b) and the correct count (intercept refit)."""
         w = self.weights(S, alpha_S)
-        probe = rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS))
-        r = _window_radius(np.asarray(self.X[probe] @ w, dtype=np.float64).ravel() + b, self.m)
-        return _core.nssvm_window(*self._layout(), w, self.y, b, r, self.nthreads)
+        probe, back = np.unique(rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS)), return_inverse=True)
+        f_probe = np.asarray(self.blocks.rows(probe) @ w, dtype=np.float64).ravel()[back]
+        r = _window_radius(f_probe + b, self.m)
+        return self.blocks.window(w, b, r)
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
-        w = self.weights(S, alpha_S) if len(S) else np.zeros(self.n)
-        return _core.nssvm_scan(*self._layout(), w, self.y, S, alpha_S, b, eta, 1.0 / C, 1.0 / c, k, self.nthreads)
+        r = self.blocks.scan(self.weights(S, alpha_S), S, alpha_S, b, eta, 1.0 / C, 1.0 / c, k)
+        self.T, self.X_T = r["T"], r["X_T"]
+        return r
 
 
 class _KernelQ:
@@ -235,11 +241,11 @@ class _KernelQ:
     def window(self, S, alpha_S, b, rng):
         f = np.ascontiguousarray(self.margins(S, alpha_S))
         r = _window_radius(f[rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS))] + b, self.m)
-        return _core.nssvm_window(_SCAN_GIVEN, f, None, None, np.zeros(0), self.y, b, r, self.nthreads)
+        return _core.nssvm_window(SCAN_GIVEN, f, None, None, np.zeros(0), self.y, b, r, self.nthreads)
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
         f = self.margins(S, alpha_S) if len(S) else np.zeros(self.m)
-        return _core.nssvm_scan(_SCAN_GIVEN, np.ascontiguousarray(f), None, None, np.zeros(0), self.y, S, alpha_S, b,
+        return _core.nssvm_scan(SCAN_GIVEN, np.ascontiguousarray(f), None, None, np.zeros(0), self.y, S, alpha_S, b,
                                 eta, 1.0 / C, 1.0 / c, k, self.nthreads)
 
 
@@ -633,14 +639,17 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         tol = 1e-6 * max(math.sqrt(m), math.sqrt(n)) if self.tol is None else float(self.tol)
         rng = check_random_state(self.random_state)
         targets = [1] if len(self.classes_) == 2 else list(range(len(self.classes_)))
-        kernel_Q = None
+        kernel_Q = blocks = None
         solvers = []
         monitor = FitMonitor(self, len(targets), tol=tol, X=X, y=y, metric="norm_F")
         for i, k in enumerate(targets):
             yk = np.full(m, -1, dtype=np.int8)
             yk[y_enc == k] = 1
             if self.kernel == "linear":
-                Q = _LinearQ(X, yk, threads)
+                if blocks is None:
+                    blocks = InMemoryBlocks(X, y_enc, threads, block_rows=_BLOCK_ROWS)
+                blocks.set_target(k)
+                Q = _LinearQ(blocks, yk)  # (the blocks' target is this problem's class)
             else:  # the kernel columns are shared by the one-vs-rest problems (the labels are not)
                 if kernel_Q is None:
                     kernel_Q = _KernelQ(X, yk, self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)

@@ -34,9 +34,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._memory import expansion_working_bytes, require
-from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, FitMonitor, KernelEvaluator, \
-    canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, resolve_gamma, \
-    run_parallel, warn_if_stopped_early, with_callbacks
+from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, DaskDispatchMixin, FitMonitor, \
+    KernelEvaluator, canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, \
+    resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
 from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
 
@@ -80,8 +80,15 @@ def distinct_sample(X, n_z, rng, candidates=None):
     than n_z: all of them, plus copies moved apart by _separate_duplicates."""
     pool = np.arange(X.shape[0]) if candidates is None else np.asarray(candidates)
     order = pool[rng.permutation(len(pool))]
-    rows = _dense(X[order])
-    _, first = np.unique(rows, axis=0, return_index=True)
+    # the draws in order, a prefix at a time (doubling) until it holds n_z distinct rows: the earliest
+    # n_z distinct draws are the same as over all of them, without densifying all of X
+    k = min(len(order), 2 * n_z + 16)
+    while True:
+        rows = _dense(X[order[:k]])
+        _, first = np.unique(rows, axis=0, return_index=True)
+        if len(first) >= n_z or k == len(order):
+            break
+        k = min(len(order), 2 * k)
     first = np.sort(first)[:n_z]                     # the earliest draws of distinct rows
     Z = rows[first]
     if len(Z) < n_z:
@@ -106,7 +113,7 @@ def initial_expansion(X, n_z, init, rng):
 
 
 # ---------------------------------------------------------------------- shared estimator machinery
-class _ExpansionClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
+class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMixin, BaseEstimator):
     """Validation, one-vs-rest problems in threads, the stored model and prediction, shared by every
     classifier of this module. A subclass implements ``_fit_binary``."""
 

@@ -135,9 +135,33 @@ nb::dict nssvm_window(int kind, AnyArray data, nb::object indptr_obj, nb::object
     return d;
 }
 
+// The k best candidates of several scans (global indices, scores, gradients): merge_top.
+nb::dict nssvm_merge_top(I64Array idx, DArray score, DArray g, int64_t k) {
+    const std::size_t n = idx.shape(0);
+    if (score.shape(0) != n || g.shape(0) != n) throw std::invalid_argument("nssvm_merge_top: arrays differ in length");
+    if (k < 0) throw std::invalid_argument("nssvm_merge_top: k must be >= 0");
+    std::vector<sk::nssvm::Candidate> top(n);
+    for (std::size_t t = 0; t < n; ++t) top[t] = {score.data()[t], idx.data()[t], g.data()[t]};
+    sk::nssvm::merge_top(top, k);
+    std::vector<int64_t> out_idx(top.size());
+    std::vector<double> out_g(top.size()), out_score(top.size());
+    for (std::size_t t = 0; t < top.size(); ++t) {
+        out_idx[t] = top[t].idx;
+        out_g[t] = top[t].g;
+        out_score[t] = top[t].score;
+    }
+    nb::dict d;
+    d["T"] = vector_to_numpy(std::move(out_idx));
+    d["g"] = vector_to_numpy(std::move(out_g));
+    d["score"] = vector_to_numpy(std::move(out_score));
+    return d;
+}
+
 }  // namespace
 
 void bind_nssvm(nb::module_& m) {
+    m.def("nssvm_merge_top", &nssvm_merge_top, "idx"_a, "score"_a, "g"_a, "k"_a,
+          "The k best of a union of scan candidates (larger score, ties to the smaller index), in index order.");
     m.def("nssvm_window", &nssvm_window, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
           "b"_a, "r"_a, "nthreads"_a,
           "The samples with |f_i + b| <= r (f_i and y_i, in index order) and the count of correct signs at b.");

@@ -41,6 +41,17 @@ inline bool ranks_before(const Candidate& a, const Candidate& b) {
     return a.score > b.score || (a.score == b.score && a.idx < b.idx);
 }
 
+// The k best of a union of candidate sets (the top-k of each chunk, or of each row block of a
+// distributed fit: the k best overall are among them), in index order. The one place the top-s rule
+// is applied, so chunked, blocked and distributed passes select the same T.
+inline void merge_top(std::vector<Candidate>& top, int64_t k) {
+    if (int64_t(top.size()) > k) {
+        std::nth_element(top.begin(), top.begin() + k, top.end(), ranks_before);
+        top.resize(std::size_t(k));
+    }
+    std::sort(top.begin(), top.end(), [](const Candidate& a, const Candidate& b) { return a.idx < b.idx; });
+}
+
 struct ScanResult {
     std::vector<Candidate> top;  // the k best, in index order
     int64_t correct = 0;
@@ -107,11 +118,7 @@ ScanResult scan(const Point& z, const Margin& margin, int64_t m, int64_t k, doub
         out.correct += correct[c];
         out.top.insert(out.top.end(), heaps[c].begin(), heaps[c].end());
     }
-    if (int64_t(out.top.size()) > k) {
-        std::nth_element(out.top.begin(), out.top.begin() + k, out.top.end(), ranks_before);
-        out.top.resize(std::size_t(k));
-    }
-    std::sort(out.top.begin(), out.top.end(), [](const Candidate& a, const Candidate& b) { return a.idx < b.idx; });
+    merge_top(out.top, k);
     return out;
 }
 

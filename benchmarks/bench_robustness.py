@@ -1,0 +1,155 @@
+"""The robustness report (issue 22): fuzz cases per estimator, peak memory against the stated budget,
+Ctrl-C latency per solver, determinism; written to benchmarks/results/robustness.md.
+
+Parts (each stores its numbers in benchmarks/results/robustness.json, so they can run separately):
+
+``fuzz``     the hypothesis suite under the long profile (SK_FUZZ_PROFILE=long: 10,000 cases per
+             test), in a subprocess; the cases tried and how they ended, per estimator.
+``memory``   benchmarks/bench_memory.py (its own subprocess per fit; results/memory.json).
+``sigint``   every solver interrupted by SIGINT a second into a long fit, in a fresh interpreter
+             (tests/test_interrupt.py's machinery), ``--repeats`` times: the seconds from the signal
+             to the fit raising KeyboardInterrupt (median and max).
+``report``   robustness.md from what the parts stored.
+
+Usage::
+
+    python benchmarks/bench_robustness.py [--parts fuzz,memory,sigint,report] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+STORE = RESULTS / "robustness.json"
+
+# the solvers a SIGINT is measured on: (label, script name or SVC solver, classes, script)
+SIGINT_CASES = [
+    ("SVC smo2", "smo2", 2, "SCRIPT"), ("SVC smo1", "smo1", 2, "SCRIPT"), ("SVC batched", "batched", 2, "SCRIPT"),
+    ("SVC smo2, 4 classes in threads", "smo2", 4, "SCRIPT"), ("SVC csmo", "svc-csmo", 2, "ESTIMATOR_SCRIPT"),
+    ("SVR", "svr", 2, "ESTIMATOR_SCRIPT"), ("KLR smo", "klr-smo", 2, "ESTIMATOR_SCRIPT"),
+    ("KLR nystrom (refine_basis)", "klr-nystrom", 2, "ESTIMATOR_SCRIPT"), ("S-KLR smo", "sklr-smo", 2, "ESTIMATOR_SCRIPT"),
+    ("NSSVC", "-", 2, "NSSVM_SCRIPT"), ("SLMC", "-", 2, "SLMC_SCRIPT"), ("SparseKFD", "skfd", 2, "ESTIMATOR_SCRIPT"),
+    ("PathSearchCV (2 folds at once)", "pathsearchcv", 2, "ESTIMATOR_SCRIPT"),
+]
+
+
+def _load():
+    return json.loads(STORE.read_text()) if STORE.exists() else {}
+
+
+def _save(key, value):
+    data = _load()
+    data[key] = value
+    RESULTS.mkdir(exist_ok=True)
+    STORE.write_text(json.dumps(data, indent=1, sort_keys=True))
+
+
+def part_fuzz():
+    out = RESULTS / "fuzz_long.json"
+    env = dict(os.environ, SK_FUZZ_PROFILE="long", SK_FUZZ_REPORT=str(out),
+               PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "fuzz")],
+                          env=env, cwd=ROOT, capture_output=True, text=True)
+    tally = json.loads(out.read_text())
+    tally["seconds"] = time.perf_counter() - t0
+    tally["summary"] = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    _save("fuzz", tally)
+    print(tally["summary"])
+
+
+def part_sigint(repeats):
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_interrupt as ti
+
+    rows = {}
+    for label, name, n_classes, script in SIGINT_CASES:
+        lat = []
+        for _ in range(repeats):
+            latency, returncode, out, err = ti.sigint_latency(name, n_classes, getattr(ti, script))
+            if latency is None:
+                print(f"{label}: not caught (status {returncode})\n{err[-1500:]}")
+                break
+            lat.append(latency)
+        if lat:
+            rows[label] = {"median": statistics.median(lat), "max": max(lat), "runs": lat}
+            print(f"{label:34s} median {rows[label]['median']:.3f} s, max {rows[label]['max']:.3f} s", flush=True)
+    _save("sigint", rows)
+
+
+def part_memory():
+    subprocess.run([sys.executable, str(HERE / "bench_memory.py")], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")))
+
+
+def report():
+    data = _load()
+    lines = ["# Robustness (issue 22)", "",
+             "Written by `python benchmarks/bench_robustness.py`; the parts are described in its docstring.", ""]
+    fuzz = data.get("fuzz")
+    lines += ["## Fuzzing (hypothesis, `SK_FUZZ_PROFILE=long`)", ""]
+    if fuzz:
+        lines += [f"pytest: {fuzz['summary']} ({fuzz['seconds'] / 60:.0f} min). A case ends in a fitted model whose "
+                  "outputs passed every check (`fit`), or in a ValueError/TypeError with a message (`error`); the "
+                  "command line cases end in exit status 0, 1 (an error, one line) or 2 (usage). Anything else — a "
+                  "crash, a hang past the 1 s time budget, another exception, a warning storm — fails the run.", "",
+                  "| target | cases | fitted / exit 0 | clear error / exit 1, 2 |", "|---|---|---|---|"]
+        for target, counts in sorted(fuzz["cases"].items()):
+            total = sum(counts.values())
+            ok = counts.get("fit", 0) + counts.get("exit 0", 0)
+            lines.append(f"| {target} | {total:,} | {ok:,} | {total - ok:,} |")
+    else:
+        lines.append("(not run)")
+    mem_path = RESULTS / "memory.json"
+    lines += ["", "## Peak memory of a fit against the stated budget", "",
+              "Each fit in a fresh interpreter: VmHWM after the fit minus VmRSS before it (the kernel's peak "
+              "counter reset by /proc/self/clear_refs), in MB. Budget = the terms of `sparsekernel._memory.fit_budget` "
+              "(README, 'Memory'); cache_size = 100 MB; fits stopped by a 30 s time limit have filled their caches "
+              "long before.", ""]
+    if mem_path.exists():
+        mem = json.loads(mem_path.read_text())
+        lines += ["| estimator | set | N | X (MB) | peak | budget | peak / budget |", "|---|---|---|---|---|---|---|"]
+        for key in sorted(mem, key=lambda k: (mem[k]["set"], k)):
+            r = mem[key]
+            lines.append(f"| {r['estimator']} | {r['set']} | {r['n']:,} | {r['x_mb']:.1f} | {r['peak_mb']:.0f} | "
+                         f"{r['budget_mb']:.0f} | {r['peak_mb'] / r['budget_mb']:.2f} |")
+    sig = data.get("sigint")
+    lines += ["", "## Ctrl-C latency", "",
+              "Seconds from SIGINT to KeyboardInterrupt raised out of the fit (the child prints "
+              "`time.monotonic()` when it catches it), a second into a fit that would run for minutes.", ""]
+    if sig:
+        lines += ["| solver | median (s) | max (s) |", "|---|---|---|"]
+        lines += [f"| {k} | {v['median']:.3f} | {v['max']:.3f} |" for k, v in sig.items()]
+    else:
+        lines.append("(not run)")
+    (RESULTS / "robustness.md").write_text("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", default="fuzz,memory,sigint,report")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    if "fuzz" in parts:
+        part_fuzz()
+    if "memory" in parts:
+        part_memory()
+    if "sigint" in parts:
+        part_sigint(args.repeats)
+    if "report" in parts or parts:
+        report()
+
+
+if __name__ == "__main__":
+    main()
