@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from . import _core
-from ._blocks import SCAN_GIVEN, InMemoryBlocks, RowBlocks
+from ._blocks import SCAN_GIVEN, InMemoryBlocks, RowBlocks, labels_of
 from ._memory import nssvc_working_bytes, require
 from ._base import (
     KERNELS,
@@ -50,6 +50,7 @@ from ._base import (
     check_kernel_params,
     check_positive,
     core_matrix,
+    is_dask_array,
     n_threads,
     resolve_gamma,
 )
@@ -97,13 +98,18 @@ class _LinearQ:
         self.blocks, self.y = data, y
         self.m, self.n = data.shape
         self.T, self.X_T = np.zeros(0, dtype=np.int64), None
+        self.S, self.X_S = np.zeros(0, dtype=np.int64), None  # the support of the last pass
 
     def rows(self, idx):
-        """The rows of sorted indices idx: from those of T when idx lies in T, else from the data."""
-        if self.X_T is not None and np.array_equal(idx, self.T):
-            return self.X_T
-        if self.X_T is not None and len(idx) and np.all(np.isin(idx, self.T, assume_unique=True)):
-            return self.X_T[np.searchsorted(self.T, idx)]
+        """The rows of sorted indices idx: from those of T (or of the last support) when idx lies
+        there, else from the data."""
+        for known, rows in ((self.T, self.X_T), (self.S, self.X_S)):
+            if rows is None:
+                continue
+            if np.array_equal(idx, known):
+                return rows
+            if len(idx) and np.all(np.isin(idx, known, assume_unique=True)):
+                return rows[np.searchsorted(known, idx)]
         self.T, self.X_T = np.array(idx, dtype=np.int64), self.blocks.rows(idx)
         return self.X_T
 
@@ -143,7 +149,9 @@ class _LinearQ:
         return self.blocks.window(w, b, r)
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
-        r = self.blocks.scan(self.weights(S, alpha_S), S, alpha_S, b, eta, 1.0 / C, 1.0 / c, k)
+        w = self.weights(S, alpha_S)
+        self.S, self.X_S = np.array(S, dtype=np.int64), (self.rows(S) if len(S) else None)  # kept: the model's
+        r = self.blocks.scan(w, S, alpha_S, b, eta, 1.0 / C, 1.0 / c, k)                   # support vectors
         self.T, self.X_T = r["T"], r["X_T"]
         return r
 
@@ -460,6 +468,34 @@ def best_accuracy_intercept(f, y, b, rng, window=_WINDOW):
     return best_window_intercept(f[near], y[near], b)[0]
 
 
+def support_rows(solvers, support):
+    """The rows of the model's support (sorted) from the linear problems' own caches (each problem's
+    support is the one of its last pass unless the intercept refit went back to an older iterate,
+    whose rows it then fetched): no trip to the data."""
+    out = None
+    for sv in solvers:
+        if not len(sv.S):
+            continue
+        R = sv.Q.rows(sv.S)
+        if out is None:
+            out = sp.lil_matrix((len(support), R.shape[1])) if sp.issparse(R) else np.zeros((len(support), R.shape[1]))
+        out[np.searchsorted(support, sv.S)] = R
+    if out is None:
+        return np.zeros((0, solvers[0].Q.n))
+    return out.tocsr() if sp.issparse(out) else out
+
+
+class _RowsOf:
+    """``X[idx]`` of a training set through a function: the support vectors of a fit whose rows
+    live elsewhere (row blocks on Dask workers)."""
+
+    def __init__(self, rows, shape):
+        self.rows, self.shape = rows, shape
+
+    def __getitem__(self, idx):
+        return self.rows(idx)
+
+
 # ---------------------------------------------------------------------------- the estimator
 class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
     """Sparse SVM classifier by the Newton method of Zhou (NSSVM), linear or with kernels.
@@ -616,8 +652,14 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     @with_callbacks
     def fit(self, X, y):
         """Fit on X (dense or CSR, float32 or float64; a kernel matrix for 'precomputed') and y.
+        A dask array X (rows in chunks; linear kernel) is fitted where its blocks live
+        (``sparsekernel.dask``), with the same iterates as in memory.
 
         Two classes give one problem (+1 = classes_[1]); more give one-versus-rest problems."""
+        if is_dask_array(X):
+            from .dask._nssvc import fit_nssvc
+
+            return fit_nssvc(self, X, y)
         t0 = time.perf_counter()
         c, threads = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
@@ -626,11 +668,23 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         if sp.issparse(X):
             X = canonical_csr(X)
         self.classes_, y_enc = _encode_labels(y)
-        if len(self.classes_) < 2:
-            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         m, n = X.shape
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel not in ("linear", "precomputed") else 0.0
-        self.shape_fit_ = X.shape
+        blocks = InMemoryBlocks(X, y_enc, threads, block_rows=_BLOCK_ROWS) if self.kernel == "linear" else None
+        kernel_Q = None if blocks is not None else _KernelQ(X, None, self.kernel, self._gamma, float(self.coef0),
+                                                              int(self.degree), threads)
+        solvers = self._solve(blocks if blocks is not None else kernel_Q, y_enc, m, n, c, X, y)
+        self._store(solvers, lambda support: X[support], X.shape)
+        self.n_kernel_columns_ = kernel_Q.n_computed if kernel_Q is not None else 0
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _solve(self, data, y_enc, m, n, c, X=None, y=None):
+        """Algorithm 1/2 for every problem (one, or one per class) on ``data``: the RowBlocks of the
+        linear kernel, or the kernel Q-provider; y_enc the class index of every sample. Returns the
+        solved NewtonSolvers (warns if one stopped early)."""
+        if len(self.classes_) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         s0 = self._level(m, n)
         require(nssvc_working_bytes(self.kernel, m, n, s0), f"NSSVC with s={s0} on {m} x {n} data",
                 "lower s" + ("" if self.kernel == "linear" else " (the kernel columns of the working set are kept: "
@@ -639,22 +693,16 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         tol = 1e-6 * max(math.sqrt(m), math.sqrt(n)) if self.tol is None else float(self.tol)
         rng = check_random_state(self.random_state)
         targets = [1] if len(self.classes_) == 2 else list(range(len(self.classes_)))
-        kernel_Q = blocks = None
         solvers = []
         monitor = FitMonitor(self, len(targets), tol=tol, X=X, y=y, metric="norm_F")
         for i, k in enumerate(targets):
-            yk = np.full(m, -1, dtype=np.int8)
-            yk[y_enc == k] = 1
-            if self.kernel == "linear":
-                if blocks is None:
-                    blocks = InMemoryBlocks(X, y_enc, threads, block_rows=_BLOCK_ROWS)
-                blocks.set_target(k)
-                Q = _LinearQ(blocks, yk)  # (the blocks' target is this problem's class)
+            yk = labels_of(y_enc, k)
+            if isinstance(data, RowBlocks):
+                data.set_target(k)
+                Q = _LinearQ(data, yk)
             else:  # the kernel columns are shared by the one-vs-rest problems (the labels are not)
-                if kernel_Q is None:
-                    kernel_Q = _KernelQ(X, yk, self.kernel, self._gamma, float(self.coef0), int(self.degree), threads)
-                kernel_Q.y = yk
-                Q = kernel_Q
+                data.y = yk
+                Q = data
             solver = NewtonSolver(Q, yk, s=s0, C=float(self.C), c=c, eta=eta, tol=tol, max_iter=int(self.max_iter),
                                   adaptive=bool(self.adaptive), rng=rng, refit_intercept=bool(self.refit_intercept),
                                   t0=self.t0, progress=monitor.problem_if_needed(i))
@@ -663,14 +711,13 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
             with threadpool_limits(limits=1, user_api="blas"):
                 solvers.append(solver.solve())
         monitor.close()
-        self._store(X, solvers)
-        self.n_kernel_columns_ = kernel_Q.n_computed if kernel_Q is not None else 0
-        self.fit_time_ = time.perf_counter() - t0
         warn_if_stopped_early(self, [sv.status for sv in solvers],
                               f"NSSVC stopped at max_iter={self.max_iter} before (66)/(67) held; raise max_iter or tol.")
-        return self
+        return solvers
 
-    def _store(self, X, solvers):
+    def _store(self, solvers, rows, shape):
+        """The fitted attributes from the solved problems; ``rows(support)`` gives the support
+        vectors (from X, or from the row blocks of a distributed fit)."""
         n_prob = len(solvers)
         support = np.unique(np.concatenate([sv.S for sv in solvers])).astype(np.int64)
         coef = np.zeros((n_prob, len(support)))
@@ -687,9 +734,10 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self.training_accuracy_ = np.array([sv.acc for sv in solvers])
         self.history_ = [sv.history for sv in solvers]
         self.converged_ = all(sv.converged for sv in solvers)
-        self._set_support_vectors(X, self.support_)
+        self.shape_fit_ = shape
+        self._set_support_vectors(_RowsOf(rows, shape), self.support_)
         if self.kernel == "linear":
-            SV = self.support_vectors_
+            SV = self.support_vectors_.astype(np.float64)  # a float64 product whatever X's dtype
             self.coef_ = np.asarray((SV.T @ coef.T).T, dtype=np.float64)  # w = Q alpha (72)
 
     def decision_function(self, X):

@@ -1,0 +1,210 @@
+"""NSSVC over row blocks resident on Dask workers: one round trip per Newton iteration.
+
+``DaskBlocks`` is the ``RowBlocks`` (``sparsekernel._blocks``) of a dask array: its row chunks are
+computed once into futures that stay on the workers; every pass sends the workers the point
+(w = Q alpha, alpha on its support, b: O(n + s) numbers), each block runs the library's C++ pass on
+its rows and returns its own top-s candidates with their rows, and the client merges them with the
+same C++ rule as the in-memory pass (``_core.nssvm_merge_top``). The Newton step on T is then
+taken in the client. So a distributed fit has exactly the iterates of the in-memory fit.
+
+Round trips (a batch of tasks the client waits for): the rows of the initial working set, then one
+pass per Newton iteration (per one-vs-rest problem); the intercept refit adds its probe and window.
+
+What the client holds: the labels (one byte per sample: the solver draws the balanced initial set
+and reads y on T from them), O(s n) for the working set, and the model.
+
+A lost worker: its blocks are futures of the dask array's graph, so the scheduler recomputes them
+from their inputs (a generator or a file such as Zarr) and the pass is retried; data that exists
+only in a dead worker's memory (``client.scatter``) cannot be recomputed, and the fit fails with the
+scheduler's error. Never a wrong model: a pass either returns every block's part or raises.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._base import canonical_csr
+from .._blocks import RowBlocks, block_layout, labels_of, merge_scans, scan_block
+
+
+# ---------------------------------------------------------------------------- on the workers
+def _prepare_block(X):
+    """A block as the C++ pass reads it: float32/float64 dense C-contiguous, or canonical CSR;
+    NaN / inf refused as in memory (the ValueError reaches the client at the first pass)."""
+    from sklearn.utils import assert_all_finite
+
+    assert_all_finite(X.data if sp.issparse(X) else X, input_name="X")
+    if sp.issparse(X):
+        X = canonical_csr(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        return X
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
+
+
+def _worker_threads():
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except Exception:  # outside a worker (a synchronous scheduler)
+        return 1
+
+
+def _rows_of(X, idx):
+    R = X[idx]
+    return R.astype(np.float64) if sp.issparse(R) else np.asarray(R, dtype=np.float64)
+
+
+def _scan_task(X, codes, lo, target, w, S, alpha_S, b, eta, inv_C, inv_c, k):
+    """One block's part of a pass: its top-k candidates (global indices), scores, gradients and
+    rows, and its count of correct signs."""
+    yk = labels_of(codes, target)
+    T, score, g, correct = scan_block(block_layout(X), yk, w, S, alpha_S, b, eta, inv_C, inv_c, k,
+                                      _worker_threads(), lo)
+    return T, score, g, correct, _rows_of(X, T - lo)
+
+
+def _rows_task(X, local_idx):
+    return _rows_of(X, local_idx)
+
+
+def _window_task(X, codes, target, w, b, r):
+    from .. import _core
+
+    return _core.nssvm_window(*block_layout(X), w, labels_of(codes, target), b, r, _worker_threads())
+
+
+# ---------------------------------------------------------------------------- in the client
+def _stack(parts):
+    parts = [p for p in parts if p.shape[0]]
+    if not parts:
+        return None
+    return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
+
+
+class DaskBlocks(RowBlocks):
+    """The row chunks of a dask array X as futures on the workers of ``client``, with the class
+    codes of their rows (``codes``: the label index of every sample, in the client)."""
+
+    def __init__(self, client, X, codes):
+        self.client = client
+        self.shape = tuple(int(v) for v in X.shape)
+        sizes = [int(v) for v in X.chunks[0]]
+        self.bounds = [(int(lo), int(lo + n)) for lo, n in zip(np.cumsum([0] + sizes[:-1]), sizes)]
+        blocks = X.map_blocks(_prepare_block, dtype=X.dtype, meta=X._meta).to_delayed().ravel()
+        self.blocks = client.compute(list(blocks))  # computed once, kept on the workers
+        # submitted as tasks (not scattered): the scheduler can recreate them if a worker is lost
+        self.codes = [client.submit(np.ascontiguousarray, codes[lo:hi], pure=False) for lo, hi in self.bounds]
+        self.target = None
+        self.round_trips = 0
+        self.seconds = 0.0  # in the round trips (waiting for the workers)
+
+    def _gather(self, futures):
+        t0 = time.perf_counter()
+        out = self.client.gather(futures)
+        self.seconds += time.perf_counter() - t0
+        self.round_trips += 1
+        return out
+
+    def set_target(self, target):
+        self.target = int(target)
+
+    def scan(self, w, S, alpha_S, b, eta, inv_C, inv_c, k):
+        S = np.ascontiguousarray(S, dtype=np.int64)
+        alpha_S = np.ascontiguousarray(alpha_S, dtype=np.float64)
+        futures = [self.client.submit(_scan_task, xb, cb, lo, self.target, w, S, alpha_S, b, eta, inv_C, inv_c, k,
+                                      pure=False)
+                   for xb, cb, (lo, _) in zip(self.blocks, self.codes, self.bounds)]
+        parts = self._gather(futures)
+        T, g, correct = merge_scans([p[:4] for p in parts], k)
+        # the rows of T from the candidates' rows (T is a subset of their union)
+        cand = np.concatenate([p[0] for p in parts])
+        rows = _stack([p[4] for p in parts])
+        order = np.argsort(cand, kind="stable")
+        X_T = rows[order[np.searchsorted(cand[order], T)]] if len(T) else _empty_rows(rows, self.shape[1])
+        return {"T": T, "g": g, "X_T": X_T, "correct": correct}
+
+    def rows(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        futures = []
+        for xb, (lo, hi) in zip(self.blocks, self.bounds):
+            a, z = np.searchsorted(idx, [lo, hi])
+            if z > a:
+                futures.append(self.client.submit(_rows_task, xb, idx[a:z] - lo, pure=False))
+        parts = self._gather(futures) if futures else []
+        out = _stack(parts)
+        return out if out is not None else np.zeros((0, self.shape[1]))
+
+    def window(self, w, b, r):
+        futures = [self.client.submit(_window_task, xb, cb, self.target, w, b, r, pure=False)
+                   for xb, cb in zip(self.blocks, self.codes)]
+        parts = self._gather(futures)
+        return {"f": np.concatenate([p["f"] for p in parts]), "y": np.concatenate([p["y"] for p in parts]),
+                "correct": int(sum(int(p["correct"]) for p in parts))}
+
+    def release(self):
+        """Drop the blocks from the workers."""
+        for f in self.blocks + self.codes:
+            f.release()
+
+
+def _empty_rows(like, n):
+    return sp.csr_matrix((0, n)) if like is not None and sp.issparse(like) else np.zeros((0, n))
+
+
+def fit_nssvc(model, X, y, client=None):
+    """``model.fit(X, y)`` for a dask array X (rows in chunks, any number of column chunks): the
+    linear NSSVC on the blocks where they live. y: a dask array or an array-like of the labels."""
+    import dask.array as da
+
+    from ..nssvm import _encode_labels, support_rows
+
+    t0 = time.perf_counter()
+    c, _ = model._check_params()
+    if model.kernel != "linear":
+        raise ValueError(f"NSSVC on a dask array fits the linear kernel only (got kernel={model.kernel!r}): a "
+                         "nonlinear kernel needs the kernel columns of the working set against every block at every "
+                         "iteration; fit it in memory, or fit the linear kernel on features that carry the "
+                         "nonlinearity")
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D dask array X, got {X.ndim} dimensions")
+    if any(np.isnan(v) for v in X.shape) or any(np.isnan(v) for v in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    m, n = (int(v) for v in X.shape)
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: n})
+    y = np.asarray(y.compute() if isinstance(y, da.Array) else y).ravel()
+    if len(y) != m:
+        raise ValueError(f"X and y have different numbers of samples: {m} and {len(y)}")
+    if m == 0 or n == 0:
+        raise ValueError(f"Found array with shape {(m, n)}; NSSVC needs at least one sample and one feature")
+    if client is None:
+        from distributed import get_client
+
+        try:
+            client = get_client()
+        except ValueError as exc:
+            raise ValueError("NSSVC.fit on a dask array needs a distributed Client (from distributed import "
+                             "Client; client = Client(...))") from exc
+    model.classes_, y_enc = _encode_labels(y)
+    model.n_features_in_ = n
+    model._gamma = 0.0
+    blocks = DaskBlocks(client, X, y_enc.astype(np.int32))
+    try:
+        solvers = model._solve(blocks, y_enc, m, n, c)
+        model._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
+    finally:
+        blocks.release()
+    model.n_kernel_columns_ = 0
+    model.round_trips_ = blocks.round_trips
+    model.fit_time_ = time.perf_counter() - t0
+    return model
