@@ -14,6 +14,7 @@ PUBLIC = {
     "sparsekernel.io": ["save_model", "load_model", "read_header"],
     "sparsekernel.datasets": ["load_data", "list_datasets", "make_nssvm_gaussians", "iter_nssvm_gaussians"],
     "sparsekernel.export": None,
+    "sparsekernel.dask": None,
     "sparsekernel.plotting": ["plot_decision_boundary", "plot_frontier", "plot_convergence", "plot_reliability",
                               "expansion_points"],
 }

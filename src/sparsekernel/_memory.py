@@ -33,7 +33,16 @@ FIXED_BYTES = 64 * MB
 class InsufficientMemoryError(MemoryError, ValueError):
     """A fit whose working memory is larger than the memory available; raised before allocating.
 
-    A ValueError (a request that cannot be served with these parameters) and a MemoryError."""
+    A ValueError (a request that cannot be served with these parameters) and a MemoryError.
+
+    Parameters
+    ----------
+    message : str
+        What needs how much memory, how much is available, and the parameter to lower.
+    """
+
+    def __init__(self, message):
+        super().__init__(message)
 
 
 def available_bytes():

@@ -1,9 +1,13 @@
-"""Dask integration of sparsekernel.
+"""Dask integration of sparsekernel: fitting NSSVC where the data lives, predicting on dask arrays.
 
 Everything here needs the ``dask`` extra (``pip install "sparsekernel[dask]"``: dask[array] and
 distributed); ``import sparsekernel`` never imports dask, and this subpackage is the only place that
 does.
 
+- ``NSSVC().fit(X, y)`` with X a dask array (rows in chunks, dense or CSR) fits the linear NSSVC on
+  the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
+  same iterates as the in-memory fit bit for bit (:func:`fit_nssvc`; a distributed Client must be
+  running).
 - :func:`predict`, :func:`decision_function`, :func:`predict_proba`, :func:`predict_log_proba` run a
   fitted estimator on a dask array (dense or scipy.sparse CSR chunks, chunked along rows) block by
   block and return a dask array; :func:`score` reduces per-block sums to a float. The compact model
@@ -22,6 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"sparsekernel.dask needs dask[array] (the 'dask' extra): {EXTRA_HINT}") from exc
 
+from ._nssvc import DaskBlocks, fit_nssvc
 from ._predict import decision_function, predict, predict_log_proba, predict_proba, score
 
-__all__ = ["predict", "decision_function", "predict_proba", "predict_log_proba", "score"]
+__all__ = ["fit_nssvc", "DaskBlocks", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]

@@ -90,8 +90,19 @@ def _stack(parts):
 
 
 class DaskBlocks(RowBlocks):
-    """The row chunks of a dask array X as futures on the workers of ``client``, with the class
-    codes of their rows (``codes``: the label index of every sample, in the client)."""
+    """The row chunks of a dask array X as futures on the workers of a distributed client, with the
+    class codes of their rows; the ``RowBlocks`` of a distributed linear NSSVC fit.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client whose workers compute and keep the blocks.
+    X : dask.array.Array of shape (m, n)
+        The training rows, chunked along rows only (dense or scipy.sparse CSR chunks), with known
+        chunk sizes.
+    codes : ndarray of shape (m,)
+        The class index of every sample (in the client; each block gets its slice).
+    """
 
     def __init__(self, client, X, codes):
         self.client = client
@@ -160,8 +171,24 @@ def _empty_rows(like, n):
 
 
 def fit_nssvc(model, X, y, client=None):
-    """``model.fit(X, y)`` for a dask array X (rows in chunks, any number of column chunks): the
-    linear NSSVC on the blocks where they live. y: a dask array or an array-like of the labels."""
+    """Fit a linear NSSVC on a dask array where its blocks live (what ``model.fit(X, y)`` calls).
+
+    Parameters
+    ----------
+    model : NSSVC
+        The estimator (kernel='linear'); it is fitted in place and returned.
+    X : dask.array.Array of shape (m, n)
+        Training rows in row chunks (dense or CSR chunks; column chunks are merged).
+    y : dask.array.Array or array-like of shape (m,)
+        The labels (gathered in the client: one byte per sample as class codes).
+    client : distributed.Client or None, default=None
+        The client to run on (None: the current default client; a ValueError if there is none).
+
+    Returns
+    -------
+    model : NSSVC
+        The fitted model, with ``round_trips_`` (the passes that waited for the workers).
+    """
     import dask.array as da
 
     from ..nssvm import _encode_labels, support_rows

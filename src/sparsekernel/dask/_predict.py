@@ -1,12 +1,17 @@
 """Block-wise prediction of fitted estimators on dask arrays.
 
 Every method runs the estimator's own in-memory method on each row block of X (a numpy array or a
-scipy.sparse CSR matrix), so a block's predictions are exactly those of the same rows in memory:
-the kernel expansion is evaluated row by row, and no output of the library mixes rows. The model
-enters the graph once, as ``dask.delayed(model, pure=True)``: one key whose value every block's
-task reads (passed as a plain argument, map_blocks would embed the model in each task, and a
-cluster would serialise it with every block). Its token is the model's content, so predicting twice
-with an unchanged model reuses the same key.
+scipy.sparse CSR matrix): a block's output is exactly the estimator's output on those rows, and no
+output mixes rows. For dense X with a named kernel (the fused C++ pass, which sums every row alike
+wherever it sits) that is also the whole array's result bit for bit; the routes that finish with a
+BLAS product (sparse X, precomputed and callable kernels) can differ from it in the last bit or two
+of a block's last rows, where OpenBLAS sums the rows left over from its groups of four in another
+order, as they do in memory for X[:70] against X.
+
+The model enters the graph once, as ``dask.delayed(model, pure=True)``: one key whose value every
+block's task reads (passed as a plain argument, map_blocks would embed the model in each task, and
+a cluster would serialise it with every block). Its token is the model's content, so predicting
+twice with an unchanged model reuses the same key.
 """
 
 from __future__ import annotations
