@@ -152,3 +152,15 @@ def test_a_worker_lost_mid_fit_is_recovered(client):
     else:
         assert str(result["error"]), result
     client.wait_for_workers(2, timeout=60)
+
+
+def test_data_generated_on_the_workers_fits_as_in_memory(client):
+    """sparsekernel.dask.nssvm_gaussians: chunk k is block k of the in-memory generator with the same
+    block size, generated on a worker; the fit equals the in-memory fit."""
+    from sparsekernel.dask import nssvm_gaussians
+    from sparsekernel.datasets import make_nssvm_gaussians as in_memory
+
+    Xd, yd = nssvm_gaussians(120_000, random_state=5, chunk_rows=25_000)
+    X, y = in_memory(120_000, random_state=5, block_size=25_000, dtype=np.float32)
+    np.testing.assert_array_equal(Xd[30_000:30_010].compute(), X[30_000:30_010])
+    _same_fit(NSSVC(random_state=0).fit(Xd, yd), NSSVC(random_state=0).fit(X, y.astype(np.int8)))

@@ -63,21 +63,59 @@ def iter_nssvm_gaussians(m, random_state=None, flip=0.0, *, block_size=1 << 20, 
     y_block : ndarray of shape (n_block,) in {-1, +1}
     """
     m, flip, block_size, dtype = _check_args(m, flip, block_size, dtype)
-    seed = random_state if isinstance(random_state, np.random.SeedSequence) else np.random.SeedSequence(
-        random_state if not isinstance(random_state, np.random.Generator) else random_state.integers(2**63))
+    seed = _seed_sequence(random_state)
     n_blocks = -(-m // block_size)
     for k, child in enumerate(seed.spawn(n_blocks)):
-        n = min(block_size, m - k * block_size)
-        rng = np.random.default_rng(child)
-        y = np.full(n, -1.0, dtype=dtype)
-        y[: (n + 1) // 2] = 1.0
-        rng.shuffle(y)
-        X = rng.standard_normal((n, 2), dtype=dtype)
-        X *= _NSSVM_STD.astype(dtype)
-        X += np.where(y[:, None] > 0, _NSSVM_MEAN_POS.astype(dtype), _NSSVM_MEAN_NEG.astype(dtype))
-        if flip > 0.0:
-            y[rng.random(n) < flip] *= -1.0
-        yield X, y
+        yield _nssvm_block(child, min(block_size, m - k * block_size), flip, dtype)
+
+
+def _seed_sequence(random_state):
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    return np.random.SeedSequence(
+        random_state if not isinstance(random_state, np.random.Generator) else random_state.integers(2**63))
+
+
+def _nssvm_block(seed, n, flip, dtype):
+    """One block of n rows of Example 4.1 from its own seed."""
+    rng = np.random.default_rng(seed)
+    y = np.full(n, -1.0, dtype=dtype)
+    y[: (n + 1) // 2] = 1.0
+    rng.shuffle(y)
+    X = rng.standard_normal((n, 2), dtype=dtype)
+    X *= _NSSVM_STD.astype(dtype)
+    X += np.where(y[:, None] > 0, _NSSVM_MEAN_POS.astype(dtype), _NSSVM_MEAN_NEG.astype(dtype))
+    if flip > 0.0:
+        y[rng.random(n) < flip] *= -1.0
+    return X, y
+
+
+def nssvm_gaussians_block(m, k, random_state=None, flip=0.0, *, block_size=1 << 20, dtype=np.float64):
+    """Block k of :func:`iter_nssvm_gaussians` (the same rows), generated alone: what a worker of a
+    distributed data set computes for its own chunk (``sparsekernel.dask.nssvm_gaussians``).
+
+    Parameters
+    ----------
+    m, random_state, flip, block_size, dtype :
+        As :func:`iter_nssvm_gaussians` (``random_state`` an int or a SeedSequence, the same in every
+        call: the blocks' seeds are derived from it).
+    k : int
+        The block, 0 <= k < ceil(m / block_size).
+
+    Returns
+    -------
+    X_block : ndarray of shape (n_block, 2)
+    y_block : ndarray of shape (n_block,) in {-1, +1}
+    """
+    m, flip, block_size, dtype = _check_args(m, flip, block_size, dtype)
+    n_blocks = -(-m // block_size)
+    if not 0 <= k < n_blocks:
+        raise ValueError(f"block k={k} out of range: m={m} rows in {n_blocks} blocks of {block_size}")
+    seed = _seed_sequence(random_state)
+    # the k-th child seed.spawn() would give (spawn keys count from the children spawned so far)
+    child = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (seed.n_children_spawned + k,),
+                                   pool_size=seed.pool_size)
+    return _nssvm_block(child, min(block_size, m - k * block_size), flip, dtype)
 
 
 def make_nssvm_gaussians(m, random_state=None, flip=0.0, *, block_size=1 << 20, dtype=np.float64):

@@ -8,6 +8,8 @@ does.
   the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
   same iterates as the in-memory fit bit for bit (:func:`fit_nssvc`; a distributed Client must be
   running).
+- :func:`nssvm_gaussians`: NSSVM's Example 4.1 as dask arrays generated chunk by chunk on the
+  workers (any m: 1e9 rows never pass through the client).
 - :func:`predict`, :func:`decision_function`, :func:`predict_proba`, :func:`predict_log_proba` run a
   fitted estimator on a dask array (dense or scipy.sparse CSR chunks, chunked along rows) block by
   block and return a dask array; :func:`score` reduces per-block sums to a float. The compact model
@@ -26,7 +28,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"sparsekernel.dask needs dask[array] (the 'dask' extra): {EXTRA_HINT}") from exc
 
+from ._data import nssvm_gaussians
 from ._nssvc import DaskBlocks, fit_nssvc
 from ._predict import decision_function, predict, predict_log_proba, predict_proba, score
 
-__all__ = ["fit_nssvc", "DaskBlocks", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]
+__all__ = ["fit_nssvc", "DaskBlocks", "nssvm_gaussians", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]

@@ -170,6 +170,33 @@ def _empty_rows(like, n):
     return sp.csr_matrix((0, n)) if like is not None and sp.issparse(like) else np.zeros((0, n))
 
 
+def _codes_task(y, classes):
+    codes = np.searchsorted(classes, y)
+    if np.any(codes >= len(classes)) or np.any(classes[np.minimum(codes, len(classes) - 1)] != y):
+        raise ValueError("labels changed between two reads of y")  # a non-deterministic y graph
+    return codes.astype(np.int8 if len(classes) < 128 else np.int32)
+
+
+def _class_codes(client, y):
+    """classes_ (the sorted distinct labels, found by a reduction on the workers) and the class
+    index of every sample, encoded on the workers and gathered block by block into one array (one
+    byte per sample below 128 classes): the client never holds y itself."""
+    import dask.array as da
+    from sklearn.utils.multiclass import check_classification_targets
+
+    classes = np.asarray(da.unique(y).compute())
+    check_classification_targets(classes)
+    codes = np.empty(y.shape[0], dtype=np.int8 if len(classes) < 128 else np.int32)
+    futures = client.compute(list(y.map_blocks(_codes_task, classes, dtype=codes.dtype).to_delayed().ravel()))
+    start = 0
+    for future in futures:
+        part = future.result()
+        codes[start:start + len(part)] = part
+        start += len(part)
+        future.release()
+    return classes, codes
+
+
 def fit_nssvc(model, X, y, client=None):
     """Fit a linear NSSVC on a dask array where its blocks live (what ``model.fit(X, y)`` calls).
 
@@ -191,7 +218,7 @@ def fit_nssvc(model, X, y, client=None):
     """
     import dask.array as da
 
-    from ..nssvm import _encode_labels, support_rows
+    from ..nssvm import support_rows
 
     t0 = time.perf_counter()
     c, _ = model._check_params()
@@ -209,9 +236,13 @@ def fit_nssvc(model, X, y, client=None):
         raise ValueError(f"X must be numeric, got dtype {X.dtype}")
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: n})
-    y = np.asarray(y.compute() if isinstance(y, da.Array) else y).ravel()
-    if len(y) != m:
-        raise ValueError(f"X and y have different numbers of samples: {m} and {len(y)}")
+    if not isinstance(y, da.Array):
+        y = np.asarray(y).ravel()
+        if len(y) != m:
+            raise ValueError(f"X and y have different numbers of samples: {m} and {len(y)}")
+        y = da.from_array(y, chunks=(X.chunks[0],))
+    if y.ndim != 1 or y.shape[0] != m:
+        raise ValueError(f"X and y have different numbers of samples: {m} and {y.shape[0]}")
     if m == 0 or n == 0:
         raise ValueError(f"Found array with shape {(m, n)}; NSSVC needs at least one sample and one feature")
     if client is None:
@@ -222,10 +253,10 @@ def fit_nssvc(model, X, y, client=None):
         except ValueError as exc:
             raise ValueError("NSSVC.fit on a dask array needs a distributed Client (from distributed import "
                              "Client; client = Client(...))") from exc
-    model.classes_, y_enc = _encode_labels(y)
+    model.classes_, y_enc = _class_codes(client, y.rechunk((X.chunks[0],)))
     model.n_features_in_ = n
     model._gamma = 0.0
-    blocks = DaskBlocks(client, X, y_enc.astype(np.int32))
+    blocks = DaskBlocks(client, X, y_enc)
     try:
         solvers = model._solve(blocks, y_enc, m, n, c)
         model._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
