@@ -69,15 +69,37 @@ def resolve_gamma(gamma, X):
     """scikit-learn's meaning of gamma: 'scale' = 1 / (n_features * X.var()), 'auto' = 1 / n_features."""
     n_features = X.shape[1]
     if gamma == "scale":
-        if sp.issparse(X):  # in float64 whatever the dtype of X
-            mean = X.mean(dtype=np.float64)
-            var = X.multiply(X).mean(dtype=np.float64) - mean**2
+        if sp.issparse(X):  # in float64 whatever the dtype of X; two passes, as np.var: E[x^2] - E[x]^2
+            X = canonical_csr(X)  # would leave a constant X a variance of rounding (fuzzing found gamma 4.5e15)
+            size = X.shape[0] * X.shape[1]
+            mean = X.data.sum(dtype=np.float64) / size if size else 0.0
+            dev = X.data.astype(np.float64) - mean
+            var = (float(dev @ dev) + (size - X.nnz) * mean**2) / size if size else 0.0
         else:
             var = np.var(X, dtype=np.float64)
         return 1.0 / (n_features * var) if var != 0 else 1.0
     if gamma == "auto":
         return 1.0 / n_features
     return float(gamma)
+
+
+# the largest value a float32 kernel row (the engine's caches) holds
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_kernel_range(kernel, gamma, coef0, degree, X):
+    """Refuse (ValueError) a kernel whose values on X can exceed the float32 range of the engine's
+    row caches (they would be inf there, and the solution NaN): the linear kernel's largest K(x, x)
+    = max ||x||^2 bounds every |K(x, z)| (Cauchy-Schwarz), and (gamma max ||x||^2 + |coef0|)^degree
+    the polynomial's. rbf, laplacian and sigmoid are bounded by 1."""
+    if kernel not in ("linear", "poly") or X.shape[0] == 0:
+        return
+    top = float(np.max(_row_sqnorms(X)))
+    bound = top if kernel == "linear" else (abs(gamma) * top + abs(coef0)) ** degree
+    if not bound <= _FLOAT32_MAX:
+        what = "||x||^2" if kernel == "linear" else f"(gamma ||x||^2 + |coef0|)^degree with gamma={gamma:.3g}"
+        raise ValueError(f"kernel values up to {bound:.3g} ({what}) exceed the float32 range of the kernel cache "
+                         f"({_FLOAT32_MAX:.3g}); scale X, or lower gamma or degree")
 
 
 def canonical_csr(X):

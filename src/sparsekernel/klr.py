@@ -46,6 +46,7 @@ from ._base import (
     core_matrix,
     n_threads,
     per_sample_bounds,
+    check_kernel_range,
     resolve_gamma,
     check_time_limit,
     run_parallel,
@@ -419,6 +420,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             raise ValueError("Invalid input: the samples with positive weight (sample_weight times class_weight) "
                              "must belong to at least two classes")
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel != "precomputed" else 0.0
+        if self.kernel != "precomputed":
+            check_kernel_range(self.kernel, self._gamma, float(self.coef0), int(self.degree), X)
         self.shape_fit_ = X.shape
         Xk = X[keep] if len(keep) < X.shape[0] else X
         if self.kernel == "precomputed":

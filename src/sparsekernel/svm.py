@@ -33,6 +33,7 @@ from ._base import (
     core_matrix,
     n_threads,
     per_sample_bounds,
+    check_kernel_range,
     resolve_gamma,
     run_parallel,
     warn_if_stopped_early,
@@ -165,6 +166,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         if self._gamma == 0.0 and not self._kernel_matrix_input():  # 'scale' with X.var() = inf
             raise ValueError(f"{_NONFINITE_MODEL} (gamma='scale' = 1 / (n_features * X.var()) is 0: X.var() "
                              "overflows float64)")
+        if not self._kernel_matrix_input():
+            check_kernel_range(self.kernel, self._gamma, float(self.coef0), int(self.degree), X)
         self.shape_fit_ = X.shape if inputs is None else getattr(inputs, "shape", (X.shape[0],))
         return X, y, inputs
 

@@ -262,3 +262,21 @@ def test_fuzz_regression_int64_csr_reaches_kmeans():
         assert X.indices.dtype == np.int64
         model.fit(X, y)
         _check_fitted(model, X, y)
+
+
+@pytest.mark.parametrize("cls", [SVC, SparseKernelLogisticRegression])
+def test_fuzz_regression_constant_sparse_column_and_overflowing_kernel(cls):
+    """Found by fuzzing: a constant CSR column got gamma='scale' = 4.5e15 (E[x^2] - E[x]^2 left a
+    variance of rounding), the poly kernel's values (1e47) overflowed the float32 row cache and
+    S-KLR returned NaN decision values. The variance is now computed in two passes (0: gamma = 1),
+    and a kernel whose values can leave the float32 range is refused with a ValueError."""
+    X = sp.csr_matrix(np.ones((7, 1)))
+    y = np.array([0, 0, 0, 0, 0, 0, 1])
+    model = cls(kernel="poly", lam=0.0, n_jobs=1) if cls is SparseKernelLogisticRegression else cls(kernel="poly")
+    model.fit(X, y)
+    assert model._gamma == 1.0
+    _check_fitted(model, X, y)
+    with pytest.raises(ValueError, match="exceed the float32 range"):
+        cls(kernel="poly", gamma=1e15).fit(X, y)
+    with pytest.raises(ValueError, match="exceed the float32 range"):
+        cls(kernel="linear").fit(np.array([[1e20], [-1e20], [3.0]]), [0, 1, 1])

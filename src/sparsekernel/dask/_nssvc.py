@@ -184,6 +184,7 @@ def _class_codes(client, y):
     import dask.array as da
     from sklearn.utils.multiclass import check_classification_targets
 
+    y = client.persist(y)  # read twice (the classes, then the codes): computed once
     classes = np.asarray(da.unique(y).compute())
     check_classification_targets(classes)
     codes = np.empty(y.shape[0], dtype=np.int8 if len(classes) < 128 else np.int32)
