@@ -4,11 +4,13 @@ prediction."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
 import os
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -582,6 +584,36 @@ class ProblemProgress:
         print(f"[{type(m.estimator).__name__}] problem {self.k + 1}/{m.n_problems}: iteration {rec['iteration']}, "
               f"{m.metric} {rec[m.metric]:.3g} (tol {m.tol:.3g}), active {rec['active_size']}, "
               f"{rec['elapsed']:.1f} s{tail}", flush=True)
+
+
+_ONE_THREAD_LOCK = threading.Lock()
+_ONE_THREAD_USERS = {}  # user_api -> (fits inside one_thread, the limiter that restores the original)
+
+
+@contextlib.contextmanager
+def one_thread(user_api="blas"):
+    """Run the block with ``user_api`` ('blas' or 'openmp') on one thread, for results that must not
+    depend on the thread count. The setting is process-wide (threadpoolctl), so fits running at once
+    from several Python threads share it: the first to enter sets it, the last to leave restores the
+    original (nested threadpool_limits contexts, left in another order than entered, would leave it
+    at one thread)."""
+    from threadpoolctl import threadpool_limits
+
+    with _ONE_THREAD_LOCK:
+        users, limiter = _ONE_THREAD_USERS.get(user_api, (0, None))
+        if users == 0:
+            limiter = threadpool_limits(limits=1, user_api=user_api)
+        _ONE_THREAD_USERS[user_api] = (users + 1, limiter)
+    try:
+        yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            users, limiter = _ONE_THREAD_USERS[user_api]
+            if users == 1:
+                limiter.restore_original_limits()
+                del _ONE_THREAD_USERS[user_api]
+            else:
+                _ONE_THREAD_USERS[user_api] = (users - 1, limiter)
 
 
 def run_parallel(fn, tasks, n_workers):

@@ -27,13 +27,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _core
 from ._compact import BASES, CompactFit, fit_compact
 from ._warm import DualState, active_store, data_fingerprint, warm_point
 from ._base import (
+    one_thread,
     KERNELS,
     TERM_ENTROPIC,
     CallbackSupportMixin,
@@ -463,7 +463,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         if M < 64:  # the float32 block of a useful basis does not fit cache_size: start as usual
             return None
         fit = self._compact_problems(Xk, problems, Ck, lam, threads, tol=max(float(self.tol), 1e-4), max_iter=0)
-        with threadpool_limits(limits=1, user_api="blas"):  # see _fit_compact
+        with one_thread("blas"):  # see _fit_compact
             _, _, states = fit_compact(fit, M, "uniform", 0)
         return [st["f"] for st in states]
 
@@ -484,7 +484,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         # BLAS on one thread: its threaded products over N sum in an order that depends on the thread
         # count, and the model must not (measured: no slower on 2 cores, the row-block products are
         # memory-bound); the kernel blocks use the threads
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_thread("blas"):
             Z, idx, states = fit_compact(fit, M, self.basis, int(self.refine_basis), auto=auto)
         monitor.close()
         if idx is not None:

@@ -29,12 +29,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.random import sample_without_replacement
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from . import _core
 from ._blocks import SCAN_GIVEN, InMemoryBlocks, RowBlocks, labels_of
 from ._memory import nssvc_working_bytes, require
 from ._base import (
+    one_thread,
     KERNELS,
     STATUS_CONVERGED,
     STATUS_MAX_ITER,
@@ -708,7 +708,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
                                   t0=self.t0, progress=monitor.problem_if_needed(i))
             # the algebra on T is small: a threaded BLAS only competes with the OpenMP passes (measured:
             # a 300 x 300 Cholesky after a pass took 0.3 s instead of 0.4 ms on 2 cores)
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_thread("blas"):
                 solvers.append(solver.solve())
         monitor.close()
         warn_if_stopped_early(self, [sv.status for sv in solvers],

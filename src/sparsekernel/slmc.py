@@ -31,12 +31,11 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from ._memory import expansion_working_bytes, require
 from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, DaskDispatchMixin, FitMonitor, \
     KernelEvaluator, canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, \
-    resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
+    one_thread, resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
 from ._expansion import ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
 
@@ -105,7 +104,7 @@ def initial_expansion(X, n_z, init, rng):
         from sklearn.cluster import KMeans
 
         # one OpenMP thread: KMeans' chunked sums depend on the thread count, and the model must not
-        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+        with warnings.catch_warnings(), one_thread("openmp"):
             warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points than clusters: separated below
             km = KMeans(n_clusters=n_z, n_init=3, random_state=rng.randint(2**31 - 1)).fit(X)
         return _separate_duplicates(np.asarray(km.cluster_centers_, dtype=np.float64), X, rng)
@@ -235,7 +234,7 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
 
         # BLAS on one thread: its multi-threaded products (the gradients' n_z x N x d) sum in an order that
         # depends on the thread count, and the model must not; the kernel blocks use the threads
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_thread("blas"):
             results = run_parallel(fit_one, list(range(len(targets))), workers)
         monitor.close()
         self._store(results, X.shape[1])
