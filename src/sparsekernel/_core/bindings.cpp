@@ -283,6 +283,16 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
         }
         return poll(pr.iter, pr.gap, pr.active_size);
     };
+    opt.interrupted = [&interrupted, cancel]() {
+        if (cancel && cancel->flag.load()) interrupted = true;
+        if (interrupted) return true;
+        nb::gil_scoped_acquire acquire;
+        if (PyErr_CheckSignals() != 0) {
+            PyErr_Clear();
+            interrupted = true;
+        }
+        return interrupted;
+    };
     sk::SolverResult res;
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
     {

@@ -23,6 +23,7 @@
 // (terms.hpp), the working-set order (kSecondOrder) and the direction rule (kConjugate).
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -64,6 +65,10 @@ struct SolverOptions {
     // Polled every <= 1000 steps with the progress so far: the caller's progress report, Ctrl-C and
     // time limit. Returns kPollContinue, or the reason to stop (the current iterate is returned).
     std::function<int(const SolverProgress&)> poll;
+    // Polled between row groups of the long kernel passes (the start-up gradient, its
+    // reconstruction after shrinking: up to N^2 kernel values): true when Ctrl-C or a cancel asks
+    // the fit to stop. Only that, no progress report (those passes are not steps).
+    std::function<bool()> interrupted;
     // test-only trace of the pair route, one record of kTraceHead + 2N values per step: the
     // objective after it, ||a^{k+1} - a^k||^2, clipped (0/1), the unclipped gain of the direction
     // taken (CSMO eq. 21), the unclipped gain of the plain pair (eq. 10), then the direction p (N
@@ -130,6 +135,10 @@ public:
 
     SolverResult solve() {
         SolverResult res;
+        if (stop_in_pass_) {  // interrupted while the start-up gradient was computed
+            res.status = kInterrupted;
+            return res;
+        }
         run_in_team(opt_.nthreads, [&] {
             if (opt_.batched && l_ > 2) {
                 solve_batched(res);
@@ -221,7 +230,15 @@ private:
                     for (int64_t k = l_ * c / nc; k < l_ * (c + 1) / nc; ++k) out[k] += ar * row[k];
                 }
             });
+            if (interrupted_in_pass()) return;
         }
+    }
+
+    // Ctrl-C between the row groups of a long pass: the pass stops there (its sums are incomplete;
+    // the solve returns at its next poll, and the caller discards the result)
+    bool interrupted_in_pass() {
+        if (!stop_in_pass_ && opt_.interrupted) stop_in_pass_ = opt_.interrupted();
+        return stop_in_pass_;
     }
 
     // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows
@@ -232,6 +249,7 @@ private:
             const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
             for (int64_t r = 0; r < q; ++r) coef[r] = a_[vars[g0 + r]];
             Q_.accumulate(vars.data() + g0, coef.data(), q, begin, end, out);
+            if (interrupted_in_pass()) return;
         }
     }
 
@@ -269,7 +287,17 @@ private:
         }
     }
 
+    // a poll at least every kPollSeconds, whatever the steps cost (Ctrl-C within about that)
+    static constexpr double kPollSeconds = 0.1;
+    using Clock = std::chrono::steady_clock;
+    bool poll_due() const { return std::chrono::duration<double>(Clock::now() - last_poll_).count() >= kPollSeconds; }
+
     bool poll_interrupt(SolverResult& res) {
+        last_poll_ = Clock::now();
+        if (stop_in_pass_) {
+            res.status = kInterrupted;
+            return true;
+        }
         if (!opt_.poll) return false;
         const int r = opt_.poll(SolverProgress{res.iter, last_gap_, active_size_});
         if (r == kPollContinue) return false;
@@ -595,11 +623,14 @@ private:
     void solve_pairs(SolverResult& res) {
         const int64_t period = std::min<int64_t>(l_, 1000);
         int64_t counter = period + 1;
+        last_poll_ = Clock::now();
         while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
             if (--counter == 0) {
                 counter = period;
                 if (opt_.shrinking) do_shrinking();
                 if (poll_interrupt(res)) return;
+            } else if ((counter & 15) == 0 && poll_due()) {  // steps whose rows are costly (many
+                if (poll_interrupt(res)) return;              // features, cache misses): by time too
             }
             int64_t i, j;
             double gap = last_gap_;
@@ -896,6 +927,8 @@ private:
     SolverOptions opt_;
     int64_t l_, active_size_;
     double last_gap_ = std::numeric_limits<double>::infinity();  // of the last selection, for poll
+    bool stop_in_pass_ = false;  // interrupted_in_pass() said stop
+    std::chrono::steady_clock::time_point last_poll_ = std::chrono::steady_clock::now();
     std::vector<double> y_, p_, C_, lo_, hi_, a_, G_, Gbar_;
     std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
     std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound
