@@ -20,6 +20,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
 
+from . import _core
 from ._base import canonical_csr, check_positive
 from ._warm import PathStore, active_store, path_context
 
@@ -322,5 +323,10 @@ class PathSearchCV(BaseSearchCV):
         try:
             with path_context(store), parallel_config(backend="threading"):
                 return super().fit(X, y, **params)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches this thread only: the fits running in the search's threads are stopped
+            # too (at their next poll) and waited for, not left running into the interpreter's exit
+            _core.stop_all_solves(10.0)
+            raise
         finally:
             store.clear()

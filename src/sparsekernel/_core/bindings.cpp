@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -191,6 +193,17 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
 // report (a Python callable progress(iter, gap, active_size) -> stop) at most every kInterval
 // seconds, so that it costs nothing measurable; an exception it raises stops the solve and is
 // re-raised after it.
+// bumped by a solve that sees Ctrl-C; every running solve compares it with its value at the start
+std::atomic<uint64_t> g_sigint_epoch{0};
+// stop_all_solves(): while set, every solve stops at its next poll (and one starting stops at once)
+std::atomic<bool> g_stop_all{false};
+std::atomic<int64_t> g_active_solves{0};  // solves running now, in any thread
+
+struct ActiveSolve {
+    ActiveSolve() { g_active_solves.fetch_add(1); }
+    ~ActiveSolve() { g_active_solves.fetch_sub(1); }
+};
+
 class ProgressPoll {
 public:
     static constexpr double kInterval = 0.1;
@@ -272,30 +285,32 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     if (trace) opt.trace = &trace_values;
     bool interrupted = false;
     ProgressPoll poll(time_limit, progress);
-    opt.poll = [&interrupted, &poll, cancel](const sk::SolverProgress& pr) {
-        if (cancel && cancel->flag.load()) interrupted = true;
-        if (interrupted) return int(sk::kPollInterrupt);
-        nb::gil_scoped_acquire acquire;  // Ctrl-C: only the main thread sees signals
-        if (PyErr_CheckSignals() != 0) {
-            PyErr_Clear();
-            interrupted = true;
-            return int(sk::kPollInterrupt);
-        }
-        return poll(pr.iter, pr.gap, pr.active_size);
-    };
-    opt.interrupted = [&interrupted, cancel]() {
-        if (cancel && cancel->flag.load()) interrupted = true;
+    const uint64_t epoch = g_sigint_epoch.load();
+    // Ctrl-C or a cancel: signals reach the main thread only, so a solve that sees one bumps the
+    // process-wide epoch and every solve running in other threads (a search's parallel fits) stops
+    // too, instead of running on after the main thread has given up (and, at interpreter exit,
+    // being torn down inside C++)
+    auto stop_requested = [&interrupted, cancel, epoch]() {
+        if ((cancel && cancel->flag.load()) || g_sigint_epoch.load() != epoch || g_stop_all.load()) interrupted = true;
         if (interrupted) return true;
         nb::gil_scoped_acquire acquire;
         if (PyErr_CheckSignals() != 0) {
             PyErr_Clear();
+            g_sigint_epoch.fetch_add(1);
             interrupted = true;
         }
         return interrupted;
     };
+    opt.poll = [&stop_requested, &poll](const sk::SolverProgress& pr) {
+        if (stop_requested()) return int(sk::kPollInterrupt);
+        nb::gil_scoped_acquire acquire;
+        return poll(pr.iter, pr.gap, pr.active_size);
+    };
+    opt.interrupted = stop_requested;
     sk::SolverResult res;
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
     {
+        ActiveSolve active;
         nb::gil_scoped_release release;
         const double* Cp = scale.empty() ? nullptr : scale.data();
         const double* Gp = grad0.empty() ? nullptr : grad0.data();
@@ -429,6 +444,26 @@ NB_MODULE(_core, m) {
              "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "cache_mb"_a)
         .def_prop_ro("kernel_evals", [](const PySharedRows& s) { return s.rows->kernel_evals(); })
         .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); });
+    m.def(
+        "stop_all_solves",
+        [](double timeout) {
+            // Ctrl-C seen in Python while solves run in other threads (a search's workers): stop them all
+            // (they raise KeyboardInterrupt in their threads) and wait until none runs, so that none is
+            // left inside C++ when the interpreter exits
+            g_stop_all.store(true);
+            bool idle = false;
+            {
+                nb::gil_scoped_release release;
+                const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+                while (!(idle = g_active_solves.load() == 0) && std::chrono::steady_clock::now() < end)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+            g_stop_all.store(false);
+            return idle;
+        },
+        "timeout"_a,
+        "Stop every solve running in the process and wait up to timeout seconds until none runs (True when none "
+        "does).");
     nb::class_<CancelToken>(m, "CancelToken")
         .def(nb::init<>())
         .def("cancel", [](CancelToken& t) { t.flag.store(true); })
