@@ -179,7 +179,8 @@ def test_fuzz_nssvc(xy, draw):
 def test_fuzz_expansion_models(cls, xy, draw):
     X, y = xy
     p = _params(draw.draw, (("n_expansion", ([0.1, 1, 2, 10**6], [0, -1, 1.5])),))
-    model = _fit_or_clear_error(cls.__name__.lower(), lambda: cls(random_state=0, max_iter=5, **p), X, y)
+    model = _fit_or_clear_error(cls.__name__.lower(), lambda: cls(random_state=0, max_iter=5, time_limit=TIME_LIMIT,
+                                                                  **p), X, y)
     if model is not None:
         _check_fitted(model, X, y)
 
