@@ -22,10 +22,13 @@ rm -f "$work/site/sparsekernel"/_core*.so
 cp "$work/build"/_core*.so "$work/site/sparsekernel/"
 preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 cd "$root"
-LD_PRELOAD="$preload" \
-ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0" \
-UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-PYTHONPATH="$work/site" \
 # tests/test_interrupt.py is left out: it times Ctrl-C in fresh interpreters, which start too slowly
-# under the sanitizer runtimes for its deadlines (nothing is found there that the other tests miss)
+# under the sanitizer runtimes for its deadlines (nothing is found there that the other tests miss).
+# (No comment may sit inside the continued command below: it would end it, and pytest would run
+# the installed package without the runtimes.) The run first proves that it tests the sanitized core.
+export LD_PRELOAD="$preload"
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export PYTHONPATH="$work/site"
+python -c "import sparsekernel._core as c, sys; f = c.__file__; print('sanitized core:', f); sys.exit(0 if f.startswith('$work/site') else 1)"
 python -m pytest -q -p no:cacheprovider --ignore=tests/test_interrupt.py "${@:-tests}"
