@@ -127,11 +127,13 @@ def core_matrix(X):
         X = canonical_csr(X)
         if X.shape[1] >= 2**31:
             raise ValueError("sparse X with 2**31 or more features is not supported")
-        indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
-        indices = np.ascontiguousarray(X.indices, dtype=np.int32)
-        data = np.ascontiguousarray(X.data, dtype=np.float64)
+        # C-contiguous and aligned (the C++ reads doubles and ints; an array unpickled from a byte
+        # buffer can be misaligned, which UBSan reported on Dask workers)
+        indptr = np.require(X.indptr, dtype=np.int64, requirements=["C", "A"])
+        indices = np.require(X.indices, dtype=np.int32, requirements=["C", "A"])
+        data = np.require(X.data, dtype=np.float64, requirements=["C", "A"])
         return _core.Matrix.csr(indptr, indices, data, int(X.shape[1]))
-    return _core.Matrix.dense(np.ascontiguousarray(X, dtype=np.float64))
+    return _core.Matrix.dense(np.require(X, dtype=np.float64, requirements=["C", "A"]))
 
 
 def sample_weights(sample_weight, n_samples):

@@ -30,11 +30,19 @@ from . import _core
 SCAN_DENSE, SCAN_CSR, SCAN_GIVEN = 0, 1, 2
 
 
+def _aligned(a, dtype=None):
+    """a as a C-contiguous array whose items are aligned (the C++ reads them as doubles / ints):
+    no copy unless it is not, as arrays unpickled from a byte buffer can be (found by UBSan on
+    blocks sent to Dask workers)."""
+    return np.require(a, dtype=dtype, requirements=["C", "A"])
+
+
 def block_layout(X):
-    """X as the (kind, data, indptr, indices) arguments of the C++ passes (no copy)."""
+    """X as the (kind, data, indptr, indices) arguments of the C++ passes (no copy unless X is not
+    contiguous and aligned)."""
     if sp.issparse(X):
-        return (SCAN_CSR, X.data, np.asarray(X.indptr, dtype=np.int64), X.indices)
-    return (SCAN_DENSE, X, None, None)
+        return (SCAN_CSR, _aligned(X.data), _aligned(X.indptr, np.int64), _aligned(X.indices))
+    return (SCAN_DENSE, _aligned(X), None, None)
 
 
 def local_support(S, alpha_S, lo, hi):

@@ -45,7 +45,7 @@ def _prepare_block(X):
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
-    return np.ascontiguousarray(X)
+    return np.require(X, requirements=["C", "A"])  # aligned: a block sent between workers may not be
 
 
 def _worker_threads():
