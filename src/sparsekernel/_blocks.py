@@ -55,7 +55,8 @@ def scan_block(layout, yk, w, S, alpha_S, b, eta, inv_C, inv_c, k, nthreads, lo=
     """The C++ pass over one block whose first row is global row ``lo``: its top-k candidates
     (global indices), their scores and gradients, and its count of correct signs."""
     S_loc, a_loc = local_support(S, alpha_S, lo, lo + len(yk))
-    r = _core.nssvm_scan(*layout, w, yk, S_loc, a_loc, b, eta, inv_C, inv_c, min(k, len(yk)), nthreads)
+    r = _core.nssvm_scan(*layout, _aligned(w, np.float64), _aligned(yk), S_loc, a_loc, b, eta, inv_C, inv_c,
+                         min(k, len(yk)), nthreads)
     return r["T"] + lo, r["score"], r["g"], int(r["correct"])
 
 

@@ -78,6 +78,7 @@ def _rows_task(X, local_idx):
 def _window_task(X, codes, target, w, b, r):
     from .. import _core
 
+    w = np.require(w, np.float64, ["C", "A"])  # unpickled on the worker: perhaps misaligned
     return _core.nssvm_window(*block_layout(X), w, labels_of(codes, target), b, r, _worker_threads())
 
 
