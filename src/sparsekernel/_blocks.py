@@ -48,7 +48,7 @@ def block_layout(X):
 def local_support(S, alpha_S, lo, hi):
     """The part of alpha's support (global, sorted) in rows [lo, hi), as block-local indices."""
     a, z = np.searchsorted(S, [lo, hi])
-    return np.ascontiguousarray(S[a:z] - lo, dtype=np.int64), np.ascontiguousarray(alpha_S[a:z], dtype=np.float64)
+    return _aligned(S[a:z] - lo, np.int64), _aligned(alpha_S[a:z], np.float64)
 
 
 def scan_block(layout, yk, w, S, alpha_S, b, eta, inv_C, inv_c, k, nthreads, lo=0):
