@@ -142,7 +142,7 @@ def report():
         lines += [f"pytest: {fuzz['summary']} ({fuzz['seconds'] / 60:.0f} min). A case ends in a fitted model whose "
                   "outputs passed every check (`fit`), or in a ValueError/TypeError with a message (`error`); the "
                   "command line cases end in exit status 0, 1 (an error, one line) or 2 (usage). Anything else — a "
-                  "crash, a hang past the 1 s time budget, another exception, a warning storm — fails the run.", "",
+                  "crash, a hang past the fit time budget (1 s; 0.25 s in the long profile), another exception, a warning storm — fails the run.", "",
                   "| target | cases | fitted / exit 0 | clear error / exit 1, 2 |", "|---|---|---|---|"]
         for target, counts in sorted(fuzz["cases"].items()):
             total = sum(counts.values())
