@@ -132,6 +132,17 @@ def _option(draw, model):
     return [flag, _pick(draw, OPTIONS[flag])]
 
 
+@contextlib.contextmanager
+def _inside(directory):
+    """The working directory for the block (contextlib.chdir needs Python 3.11)."""
+    before = os.getcwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def _run(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -190,6 +201,7 @@ def test_fuzz_cli_words(argv):
     """Argument lists of command-line words in any order: a usage error, an error, or help."""
     if "compare" in argv or "demo" in argv:  # these run whole benchmarks on a built-in set
         argv = [w for w in argv if w not in ("compare", "demo")]
-    status, _, err = _run(argv)
+    with tempfile.TemporaryDirectory() as tmp, _inside(tmp):  # 'fit svc iris' writes svc.skm there
+        status, _, err = _run(argv)
     _assert_clean_exit(status, err, argv)
     record("cli-words", f"exit {status}")
