@@ -104,7 +104,10 @@ SLMC_SCRIPT = textwrap.dedent("""
 def _run_and_interrupt(solver, n_classes, mode, script=SCRIPT):
     proc = subprocess.Popen([sys.executable, "-c", script, solver, str(n_classes), mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # SIGINT goes to the child only
+                            start_new_session=True,  # SIGINT goes to the child only
+                            # the default SIGINT disposition whatever this process has: a child that
+                            # inherits SIGINT ignored never installs Python's KeyboardInterrupt handler
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
