@@ -1,6 +1,7 @@
-"""NSSVC on dask arrays (sparsekernel.dask): the linear fit over row blocks resident on the workers
-of a LocalCluster with two worker processes equals the in-memory fit exactly (every iterate, so the
-same alpha, b, T, history), with one round trip per Newton iteration plus one."""
+"""NSSVC on dask arrays (sparsekernel.dask): the fit over row blocks resident on the workers of a
+LocalCluster with two worker processes (linear, or a kernel whose columns of the working set each
+block keeps) equals the in-memory fit exactly (every iterate, so the same alpha, b, T, history),
+with one round trip per Newton iteration plus one."""
 
 import subprocess
 import sys
@@ -33,8 +34,13 @@ def client():
 
 
 def _same_fit(a, b):
-    for name in ("classes_", "dual_coef_", "intercept_", "support_", "n_iter_", "s_", "training_accuracy_", "coef_"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    names = ["classes_", "dual_coef_", "intercept_", "support_", "n_iter_", "s_", "training_accuracy_"]
+    names += ["coef_"] if a.kernel == "linear" else ["support_vectors_", "_gamma"]
+    for name in names:
+        va, vb = getattr(a, name), getattr(b, name)
+        if sp.issparse(va):
+            va, vb = va.toarray(), vb.toarray()
+        np.testing.assert_array_equal(va, vb, err_msg=name)
     for ha, hb in zip(a.history_, b.history_):
         np.testing.assert_array_equal(ha, hb)
 
@@ -59,11 +65,22 @@ CASES = {
                                                 random_state=0), (7_000, 6_000, 7_000), {}),
     "refit-intercept": lambda: (*make_nssvm_gaussians(50_000, random_state=2), (20_000, 30_000),
                                 {"refit_intercept": True}),
+    # the kernel fit: each block keeps its kernel columns of the working set
+    "rbf-1e5": lambda: (*make_nssvm_gaussians(100_000, random_state=5), (40_000, 23_000, 37_000),
+                        {"kernel": "rbf", "gamma": 1.0, "s": 100}),
+    "rbf-float32-refit": lambda: (make_nssvm_gaussians(30_000, random_state=6)[0].astype(np.float32),
+                                  make_nssvm_gaussians(30_000, random_state=6)[1], (10_000, 20_000),
+                                  {"kernel": "rbf", "gamma": 0.5, "s": 80, "refit_intercept": True}),
+    "laplacian-csr-3class": lambda: (*_csr_case(6_000, 3)[:2], (2_000, 1_500, 2_500),
+                                     {"kernel": "laplacian", "gamma": 0.05, "s": 60}),
+    "poly-ovr": lambda: (*make_classification(n_samples=8_000, n_features=6, n_informative=4, n_classes=3,
+                                              random_state=7), (3_000, 5_000),
+                         {"kernel": "poly", "gamma": 0.2, "degree": 2, "coef0": 1.0, "s": 50}),
 }
 
 
-def _csr_case():
-    X, y = make_classification(n_samples=20_000, n_features=40, n_informative=12, random_state=3)
+def _csr_case(m=20_000, n_classes=2):
+    X, y = make_classification(n_samples=m, n_features=40, n_informative=12, n_classes=n_classes, random_state=3)
     X = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     return X, y, (5_000, 9_000, 6_000), {}
 
@@ -83,13 +100,16 @@ def test_dask_fit_equals_in_memory_fit(client, case):
         assert distributed_fit.round_trips_ == trips
     # and the model predicts as the in-memory one
     np.testing.assert_array_equal(distributed_fit.predict(X[:500]), memory.predict(X[:500]))
+    assert distributed_fit.n_kernel_columns_ == memory.n_kernel_columns_
+    if params.get("kernel"):
+        assert memory.n_kernel_columns_ > 0
 
 
 def test_dask_fit_refuses_what_it_cannot_do(client):
     X, y = make_nssvm_gaussians(2_000, random_state=0)
     Xd, yd = _dask(X, y, (1_000, 1_000))
-    with pytest.raises(ValueError, match="linear kernel only"):
-        NSSVC(kernel="rbf").fit(Xd, yd)
+    with pytest.raises(ValueError, match="precomputed"):
+        NSSVC(kernel="precomputed").fit(Xd, yd)
     with pytest.raises(ValueError, match="different numbers of samples"):
         NSSVC().fit(Xd, y[:-1])
     with pytest.raises(ValueError, match="greater than one"):

@@ -267,7 +267,7 @@ def test_one_step_convergence_near_a_stationary_point(kind, seed):
     y_pm = yi.astype(np.float64)
     m, s, C, c, gamma = len(y), 30, C_DEF, c_DEF, 0.3
     eta = 1.0 / m
-    Q = _LinearQ(X, yi, 1) if kind == "linear" else _KernelQ(X, yi, "rbf", gamma, 0.0, 3, 1)
+    Q = _LinearQ(X, yi, 1) if kind == "linear" else _KernelQ.of(X, yi, "rbf", gamma, 0.0, 3, 1)
     sv = NewtonSolver(Q, yi, s=s, C=C, c=c, eta=eta, tol=1e-12, max_iter=100, adaptive=False,
                       rng=np.random.RandomState(seed)).solve()
     assert sv.converged

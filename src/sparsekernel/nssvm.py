@@ -10,7 +10,7 @@ The m-long work of an iteration is one pass in C++ (``_core.nssvm_scan``): the g
 hard-thresholding scores |a - eta g| with their top s (41), and the training accuracy (68). The rest
 is O(max(n, s) s^2) dense algebra on T (scipy's Cholesky). A "Q-provider" gives the solver what it
 needs of the data: :class:`_LinearQ` (w = Q a, never an m x m matrix; Woodbury when s > n) and
-:class:`_KernelQ` (kernel columns for T, kept across iterations while their index stays in T).
+:class:`_KernelQ` (K_TT here, kernel columns of T kept by the row blocks while their index stays in T).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sklearn.utils.random import sample_without_replacement
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._blocks import SCAN_GIVEN, InMemoryBlocks, RowBlocks, labels_of
+from ._blocks import SIGMA, InMemoryBlocks, RowBlocks, labels_of
 from ._memory import nssvc_working_bytes, require
 from ._base import (
     one_thread,
@@ -55,8 +55,6 @@ from ._base import (
     resolve_gamma,
 )
 
-SIGMA = 1.1  # Algorithm 2's growth factor of s
-_COLUMN_CHUNK = 256  # kernel columns computed per call when the working set takes new indices
 _BLOCK_ROWS = None  # rows per block of the linear pass (None: X as one block; the tests split it)
 ACC_TOL = 1e-4  # (67), on ACC as a fraction (see NSSVC's docstring)
 GROW_EVERY = 10  # Algorithm 2: s grows when k is a multiple of this (or when (66) holds)
@@ -157,65 +155,47 @@ class _LinearQ:
 
 
 class _KernelQ:
-    """Q'Q = (y y') o K through kernel columns K(X, x_j) for j in the working set: computed by the
-    kernel module, kept (in one m x capacity block) while j stays in T; memory O(m s)."""
+    """Q'Q = (y y') o K for a nonlinear (or precomputed) kernel, through the row blocks of X
+    (``_blocks.RowBlocks``): every block keeps the kernel columns of the working set against its
+    rows (``_blocks.KernelColumns``, O(m s) memory in all), so a pass sends it only T, the rows x_T
+    and alpha on its support. The algebra on T needs K_TT alone, computed here from the rows of T
+    (kept for the indices that stay in T). One instance serves the one-vs-rest problems in turn
+    (the columns do not depend on the labels ``y``)."""
 
-    def __init__(self, X, y, kernel, gamma, coef0, degree, nthreads):
-        self.y, self.nthreads = y, nthreads
-        self.m = X.shape[0]
-        self.precomputed = kernel == "precomputed"
-        self.X = X
-        self.Xc = None if self.precomputed else core_matrix(X)
-        self.params = (KERNELS[kernel], gamma, coef0, degree)
-        self.cols = np.empty((self.m, 0), order="F")
-        self.slot = {}  # sample index -> column of self.cols
+    def __init__(self, blocks, kernel, nthreads):
+        self.blocks, self.kernel, self.nthreads = blocks, kernel, nthreads
+        self.precomputed = kernel[0] == KERNELS["precomputed"]
+        self.m, self.n = blocks.shape
+        self.y = None
+        self.T, self.X_T = np.zeros(0, dtype=np.int64), None  # the rows of the last working set
+        self.S, self.X_S = np.zeros(0, dtype=np.int64), None  # and of the last support
+        self._gram_T, self._gram = None, None  # the last working set of a Newton step and its K_TT
         self.n_computed = 0  # kernel columns evaluated (reuse statistics)
-        self._gram_T, self._gram = None, None  # the last working set and its K_TT
 
-    def _columns(self, idx):
-        """K(X, x_j) for j in idx, as an m x len(idx) array."""
-        self.n_computed += len(idx)
+    @classmethod
+    def of(cls, X, y, kernel, gamma, coef0, degree, nthreads=1):
+        """The Q-provider of X in memory (one block) for labels y (+-1): the tests' entry."""
+        spec = (KERNELS[kernel], float(gamma), float(coef0), int(degree))
+        blocks = InMemoryBlocks(X, (np.asarray(y) > 0).astype(np.int8), nthreads, kernel=spec)
+        blocks.set_target(1)
+        Q = cls(blocks, spec, nthreads)
+        Q.y = y
+        return Q
+
+    rows = _LinearQ.rows  # the rows of T or S when they cover idx, else from the blocks
+
+    def _kernel_rows(self, A_rows, B_rows, B_idx):
+        """K(a, b) for the rows a of A_rows against the rows b of B_rows (global indices B_idx)."""
         if self.precomputed:
-            return np.asarray(self.X[:, idx], dtype=np.float64)
-        rows = _core.kernel_matrix(core_matrix(self.X[idx]), self.Xc, *self.params, self.nthreads)
-        return rows.T
-
-    def load(self, T):
-        """Make the columns of T resident (those of indices that left T are dropped); returns the
-        slots of T."""
-        keep = {j: self.slot[j] for j in T if j in self.slot}
-        new = [j for j in T if j not in keep]
-        free = sorted(set(range(self.cols.shape[1])) - set(keep.values()))
-        if len(new) > len(free):  # grow the block (s grew): room for sigma more
-            cap = max(len(keep) + len(new), int(math.ceil(SIGMA * len(T))))
-            require(8.0 * self.m * (cap + self.cols.shape[1]), f"NSSVC growing its working set to {len(T)}",
-                    "lower s or pass adaptive=False (every kernel column of the working set is kept)")
-            grown = np.zeros((self.m, cap), order="F")
-            old = sorted(keep.values())
-            for start in range(0, len(old), _COLUMN_CHUNK):  # a gather of the whole block would copy it
-                part = old[start:start + _COLUMN_CHUNK]
-                grown[:, start:start + len(part)] = self.cols[:, part]
-            moved = {sl: t for t, sl in enumerate(old)}
-            keep = {j: moved[sl] for j, sl in keep.items()}
-            self.cols = grown
-            free = list(range(len(old), cap))
-        if new:
-            slots = free[:len(new)]
-            new_idx = np.asarray(new, dtype=np.int64)
-            # a few hundred columns at a time: the temporary stays small next to the block
-            for start in range(0, len(new), _COLUMN_CHUNK):
-                part = slice(start, start + _COLUMN_CHUNK)
-                self.cols[:, slots[part]] = self._columns(new_idx[part])
-            keep.update(zip(new, slots))
-        self.slot = keep
-        return np.array([keep[j] for j in T], dtype=np.int64)
+            return np.asarray(A_rows[:, B_idx], dtype=np.float64)
+        return _core.kernel_matrix(core_matrix(A_rows), core_matrix(B_rows), *self.kernel, self.nthreads)
 
     def gram(self, T):
-        """K_TT, kept from the previous working set for the indices that stay (only the columns of
-        new indices are gathered from the resident block)."""
+        """K_TT, kept from the previous working set for the indices that stay (only the rows of new
+        indices are computed)."""
         if self._gram_T is not None and np.array_equal(self._gram_T, T):
             return self._gram
-        sl = self.load(T)
+        X_T = self.rows(T)
         K = np.empty((len(T), len(T)))
         fresh = np.arange(len(T))
         if self._gram_T is not None:
@@ -223,9 +203,9 @@ class _KernelQ:
             K[np.ix_(now, now)] = self._gram[np.ix_(before, before)]
             fresh = np.setdiff1d(fresh, now, assume_unique=True)
         if len(fresh):
-            block = self.cols[np.ix_(T, sl[fresh])]  # K(x_T, x_fresh)
-            K[:, fresh] = block
-            K[fresh, :] = block.T
+            R = self._kernel_rows(X_T[fresh], X_T, T)  # K(x_fresh, x_T)
+            K[:, fresh] = R.T
+            K[fresh, :] = R
         self._gram_T, self._gram = np.array(T, copy=True), K
         return K
 
@@ -237,24 +217,29 @@ class _KernelQ:
         G[np.diag_indices_from(G)] += E
         return sla.cho_solve(sla.cho_factor(G, lower=True, check_finite=False), rhs, check_finite=False)
 
-    def margins(self, S, alpha_S):
-        """f_i = sum_{j in S} a_j y_j K(x_i, x_j) for every i."""
-        coef = alpha_S * self.y[S]
-        if all(j in self.slot for j in S):  # always, except for an older iterate (intercept refit)
-            by_slot = np.zeros(self.cols.shape[1])  # one product with the resident block, no gather
-            by_slot[[self.slot[j] for j in S]] = coef
-            return self.cols @ by_slot
-        return self._columns(np.asarray(S, dtype=np.int64)) @ coef
+    def _coef(self, S, alpha_S):
+        return np.ascontiguousarray(alpha_S * self.y[S], dtype=np.float64)
 
     def window(self, S, alpha_S, b, rng):
-        f = np.ascontiguousarray(self.margins(S, alpha_S))
-        r = _window_radius(f[rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS))] + b, self.m)
-        return _core.nssvm_window(SCAN_GIVEN, f, None, None, np.zeros(0), self.y, b, r, self.nthreads)
+        """The samples nearest the boundary at (alpha; b) and the correct count (intercept refit)."""
+        coef, X_S = self._coef(S, alpha_S), self.rows(S)
+        probe, back = np.unique(rng.randint(0, self.m, size=min(self.m, _PROBE_ROWS)), return_inverse=True)
+        f_probe = self.blocks.kernel_margins_at(S, coef, X_S, probe)[back]
+        self.n_computed += 2 * len(S)  # an older iterate's columns, computed for the probe and the window
+        return self.blocks.kernel_window(S, coef, X_S, b, _window_radius(f_probe + b, self.m))
 
     def scan(self, S, alpha_S, b, eta, C, c, k):
-        f = self.margins(S, alpha_S) if len(S) else np.zeros(self.m)
-        return _core.nssvm_scan(SCAN_GIVEN, np.ascontiguousarray(f), None, None, np.zeros(0), self.y, S, alpha_S, b,
-                                eta, 1.0 / C, 1.0 / c, k, self.nthreads)
+        """The pass at (alpha, b); the blocks first take the columns of the Newton step's T."""
+        T_load = self._gram_T if self._gram_T is not None else self.T
+        if len(S) and not np.all(np.isin(S, T_load, assume_unique=True)):  # a point set from outside the solver
+            T_load = np.union1d(T_load, S)
+        X_T_load = None if self.precomputed else self.rows(T_load)
+        self.S, self.X_S = np.array(S, dtype=np.int64), (self.rows(S) if len(S) else None)
+        r = self.blocks.kernel_scan(T_load, X_T_load, np.asarray(S, dtype=np.int64), np.asarray(alpha_S, np.float64),
+                                    self._coef(S, alpha_S), b, eta, 1.0 / C, 1.0 / c, k)
+        self.n_computed += int(r["computed"])
+        self.T, self.X_T = r["T"], r["X_T"]
+        return r
 
 
 # ---------------------------------------------------------------------------- the solver
@@ -469,14 +454,14 @@ def best_accuracy_intercept(f, y, b, rng, window=_WINDOW):
 
 
 def support_rows(solvers, support):
-    """The rows of the model's support (sorted) from the linear problems' own caches (each problem's
-    support is the one of its last pass unless the intercept refit went back to an older iterate,
-    whose rows it then fetched): no trip to the data."""
+    """The rows of the model's support (sorted) from the rows each problem kept of its own support
+    (``X_S``: those of its last pass, or those the intercept refit fetched for an older iterate): no
+    trip to the data."""
     out = None
     for sv in solvers:
         if not len(sv.S):
             continue
-        R = sv.Q.rows(sv.S)
+        R = sv.X_S
         if out is None:
             out = sp.lil_matrix((len(support), R.shape[1])) if sp.issparse(R) else np.zeros((len(support), R.shape[1]))
         out[np.searchsorted(support, sv.S)] = R
@@ -670,19 +655,22 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self.classes_, y_enc = _encode_labels(y)
         m, n = X.shape
         self._gamma = resolve_gamma(self.gamma, X) if self.kernel not in ("linear", "precomputed") else 0.0
-        blocks = InMemoryBlocks(X, y_enc, threads, block_rows=_BLOCK_ROWS) if self.kernel == "linear" else None
-        kernel_Q = None if blocks is not None else _KernelQ(X, None, self.kernel, self._gamma, float(self.coef0),
-                                                              int(self.degree), threads)
-        solvers = self._solve(blocks if blocks is not None else kernel_Q, y_enc, m, n, c, X, y)
+        blocks = InMemoryBlocks(X, y_enc, threads, block_rows=_BLOCK_ROWS, kernel=self._kernel_spec())
+        solvers = self._solve(blocks, y_enc, m, n, c, X, y)
         self._store(solvers, lambda support: X[support], X.shape)
-        self.n_kernel_columns_ = kernel_Q.n_computed if kernel_Q is not None else 0
         self.fit_time_ = time.perf_counter() - t0
         return self
 
+    def _kernel_spec(self):
+        """(code, gamma, coef0, degree) of a nonlinear or precomputed kernel; None for the linear one."""
+        if self.kernel == "linear":
+            return None
+        return (KERNELS[self.kernel], float(self._gamma), float(self.coef0), int(self.degree))
+
     def _solve(self, data, y_enc, m, n, c, X=None, y=None):
-        """Algorithm 1/2 for every problem (one, or one per class) on ``data``: the RowBlocks of the
-        linear kernel, or the kernel Q-provider; y_enc the class index of every sample. Returns the
-        solved NewtonSolvers (warns if one stopped early)."""
+        """Algorithm 1/2 for every problem (one, or one per class) on ``data``, the RowBlocks of X
+        (in memory or on Dask workers); y_enc the class index of every sample. Returns the solved
+        NewtonSolvers (warns if one stopped early) and sets ``n_kernel_columns_``."""
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         s0 = self._level(m, n)
@@ -695,14 +683,16 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         targets = [1] if len(self.classes_) == 2 else list(range(len(self.classes_)))
         solvers = []
         monitor = FitMonitor(self, len(targets), tol=tol, X=X, y=y, metric="norm_F")
+        spec = self._kernel_spec()
+        kernel_Q = None if spec is None else _KernelQ(data, spec, n_threads(self.n_jobs))
         for i, k in enumerate(targets):
             yk = labels_of(y_enc, k)
-            if isinstance(data, RowBlocks):
-                data.set_target(k)
+            data.set_target(k)
+            if kernel_Q is None:
                 Q = _LinearQ(data, yk)
             else:  # the kernel columns are shared by the one-vs-rest problems (the labels are not)
-                data.y = yk
-                Q = data
+                kernel_Q.y = yk
+                Q = kernel_Q
             solver = NewtonSolver(Q, yk, s=s0, C=float(self.C), c=c, eta=eta, tol=tol, max_iter=int(self.max_iter),
                                   adaptive=bool(self.adaptive), rng=rng, refit_intercept=bool(self.refit_intercept),
                                   t0=self.t0, progress=monitor.problem_if_needed(i))
@@ -710,7 +700,10 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
             # a 300 x 300 Cholesky after a pass took 0.3 s instead of 0.4 ms on 2 cores)
             with one_thread("blas"):
                 solvers.append(solver.solve())
+            # the rows of its support, while they are at hand (the kernel Q-provider serves the next problem)
+            solver.X_S = Q.rows(solver.S) if len(solver.S) else None
         monitor.close()
+        self.n_kernel_columns_ = 0 if kernel_Q is None else kernel_Q.n_computed
         warn_if_stopped_early(self, [sv.status for sv in solvers],
                               f"NSSVC stopped at max_iter={self.max_iter} before (66)/(67) held; raise max_iter or tol.")
         return solvers

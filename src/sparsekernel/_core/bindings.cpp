@@ -80,7 +80,9 @@ sk::KernelParams make_params(int kernel, double gamma, double coef0, int degree)
 // K(A, B) as a dense float64 matrix (prediction, tests). The kernel's blocks take a few rows as
 // register tiles against many columns spread over the threads, so the side with fewer rows is made
 // the rows: prediction (many test points A, few expansion vectors B) computes K(B, A) in column
-// chunks and writes it transposed (every kernel but 'precomputed' is symmetric in its arguments).
+// chunks and writes it transposed (every kernel but 'precomputed' is symmetric in its arguments;
+// the sparse laplacian's values are symmetric only to rounding, so it keeps the order asked for:
+// a value never depends on the shapes it was computed with).
 nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, const PyMatrix& B, int kernel,
                                                            double gamma, double coef0, int degree, int nthreads) {
     nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python (_base.n_threads)
@@ -93,7 +95,8 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, con
         constexpr int64_t kRows = 256;
         std::vector<int32_t> rows(kRows);
         std::vector<double*> outs(kRows);
-        if (params.type != sk::KernelType::precomputed && nbr < na) {
+        const bool exact_symmetry = !(params.type == sk::KernelType::laplacian && (A.m.sparse || B.m.sparse));
+        if (params.type != sk::KernelType::precomputed && exact_symmetry && nbr < na) {
             sk::Kernel K(B.m, A.m, params);
             constexpr int64_t kCols = 4096;  // columns of K(B, A) per transposed chunk
             std::vector<int32_t> cols(kCols);

@@ -267,6 +267,12 @@ namespace {
 // register tiles of kTile so that the accumulators stay in registers across the loop over b.
 // (Templates called from a SK_MULTIVERSION function are forced inline so that they are compiled
 // for the caller's instruction set.)
+// No multiply-add contraction in the tiles: with it, a value's rounding depended on the width of the
+// register tile its row fell in (32, 8 or 1), so K(a, b) depended on the batch it was computed in.
+// Without it every value is a function of its pair alone: any row block of a distributed NSSVC fit
+// computes the kernel columns of the in-memory fit bit for bit.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 template <int64_t W, int kMeasure, bool kSparse>
 [[gnu::always_inline]] inline void block_tile(const double* __restrict blk, int64_t q, const int32_t* idx,
                                               const double* val, int64_t stride, int64_t nnz,
@@ -296,6 +302,7 @@ SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* i
     for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
     for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
+#pragma GCC pop_options
 
 // acc[r] = ||a_r||^2 + ||b||^2 - 2 acc[r] (clamped at 0): dot products to squared distances
 SK_MULTIVERSION void dots_to_sqdist(double* __restrict acc, const double* __restrict anorm, double bn, int64_t q) {

@@ -157,6 +157,23 @@ nb::dict nssvm_merge_top(I64Array idx, DArray score, DArray g, int64_t k) {
     return d;
 }
 
+// f = K[:, slots] coef for a column-major m x c block of kernel columns (kernel_margins).
+nb::ndarray<nb::numpy, double, nb::ndim<1>> nssvm_kernel_margins(
+    nb::ndarray<const double, nb::ndim<2>, nb::f_contig, nb::device::cpu> cols, I64Array slots, DArray coef,
+    int nthreads) {
+    const int64_t m = int64_t(cols.shape(0)), c = int64_t(cols.shape(1)), k = int64_t(slots.shape(0));
+    if (int64_t(coef.shape(0)) != k) throw std::invalid_argument("nssvm_kernel_margins: slots and coef differ in length");
+    for (int64_t t = 0; t < k; ++t)
+        if (slots.data()[t] < 0 || slots.data()[t] >= c)
+            throw std::invalid_argument("nssvm_kernel_margins: a slot is outside the block's columns");
+    std::vector<double> f(std::size_t(std::max<int64_t>(m, 0)));
+    {
+        nb::gil_scoped_release release;
+        sk::nssvm::kernel_margins(cols.data(), m, slots.data(), coef.data(), k, f.data(), std::max(1, nthreads));
+    }
+    return vector_to_numpy(std::move(f));
+}
+
 }  // namespace
 
 void bind_nssvm(nb::module_& m) {
@@ -165,6 +182,9 @@ void bind_nssvm(nb::module_& m) {
     m.def("nssvm_window", &nssvm_window, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
           "b"_a, "r"_a, "nthreads"_a,
           "The samples with |f_i + b| <= r (f_i and y_i, in index order) and the count of correct signs at b.");
+    m.def("nssvm_kernel_margins", &nssvm_kernel_margins, "cols"_a, "slots"_a, "coef"_a, "nthreads"_a,
+          "f = cols[:, slots] @ coef for column-major kernel columns, each row summed in the order of slots (the same "
+          "bits for any row block).");
     m.def("nssvm_scan", &nssvm_scan, "kind"_a, "data"_a, "indptr"_a.none(), "indices"_a.none(), "w"_a, "y"_a,
           "support"_a, "alpha_S"_a, "b"_a, "eta"_a, "inv_C"_a, "inv_c"_a, "k"_a, "nthreads"_a,
           "One O(m) pass of NSSVM at z = (alpha; b), alpha given on its sorted support: the k largest |alpha_i - eta g_i| (ties to the smaller "

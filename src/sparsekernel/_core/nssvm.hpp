@@ -190,4 +190,29 @@ struct GivenMargin {
     double operator()(int64_t i) const { return f[i]; }
 };
 
+// The margins of the kernel variant from resident kernel columns: f_i = sum_t coef_t K_{i, slot_t}
+// for the m rows of a column-major block (column j at cols + j * m). Every row adds its terms in
+// the order of the support, whatever rows a block holds and however the rows are shared among
+// threads (no multiply-add contraction either): a row block on a Dask worker computes the bits of
+// the in-memory fit.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+inline void kernel_margins(const double* cols, int64_t m, const int64_t* slots, const double* coef, int64_t k,
+                           double* f, int nthreads) {
+    constexpr int64_t kRows = 4096;  // f's chunk stays in L1 while the k columns stream past
+    const int64_t n_rows = (m + kRows - 1) / kRows;
+    const int64_t n_chunks = chunks_for(n_rows, double(kRows) * double(k), nthreads);
+    for_chunks(n_chunks, nthreads, [&](int64_t c) {
+        const int64_t lo = std::min(m, kRows * (n_rows * c / n_chunks));
+        const int64_t hi = std::min(m, kRows * (n_rows * (c + 1) / n_chunks));
+        for (int64_t i = lo; i < hi; ++i) f[i] = 0.0;
+        for (int64_t t = 0; t < k; ++t) {
+            const double a = coef[t];
+            const double* col = cols + slots[t] * m;
+            for (int64_t i = lo; i < hi; ++i) f[i] += a * col[i];
+        }
+    });
+}
+#pragma GCC pop_options
+
 }  // namespace sk::nssvm

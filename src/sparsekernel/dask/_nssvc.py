@@ -26,8 +26,18 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._base import canonical_csr
-from .._blocks import RowBlocks, block_layout, labels_of, merge_scans, scan_block
+from .._base import canonical_csr, resolve_gamma
+from .._blocks import (
+    KernelColumns,
+    RowBlocks,
+    block_layout,
+    kernel_scan_block,
+    kernel_window_block,
+    labels_of,
+    merge_scans,
+    merge_windows,
+    scan_block,
+)
 
 
 # ---------------------------------------------------------------------------- on the workers
@@ -82,6 +92,40 @@ def _window_task(X, codes, target, w, b, r):
     return _core.nssvm_window(*block_layout(X), w, labels_of(codes, target), b, r, _worker_threads())
 
 
+def _columns_task(X, kernel):
+    """A block's store of kernel columns (empty; it lives on the worker, filled by the passes)."""
+    return KernelColumns(X, kernel, _worker_threads())
+
+
+def _kernel_scan_task(columns, codes, lo, target, T_load, X_T_load, S, alpha_S, coef_S, b, eta, inv_C, inv_c, k):
+    """One block's part of a kernel pass (``_blocks.kernel_scan_block``) and the rows of its
+    candidates. ``columns`` is the block's store, updated in place where it lives; a store that was
+    recreated (a lost worker) or copied computes what it lacks: the same values."""
+    columns.nthreads = _worker_threads()
+    T, score, g, correct, computed = kernel_scan_block(columns, labels_of(codes, target), T_load, X_T_load, S, alpha_S,
+                                                       coef_S, b, eta, inv_C, inv_c, k, lo)
+    return T, score, g, correct, _rows_of(columns.X, T - lo), computed
+
+
+def _kernel_window_task(columns, codes, target, S, coef_S, X_S, b, r, probe=None):
+    columns.nthreads = _worker_threads()
+    return kernel_window_block(columns, None if probe is not None else labels_of(codes, target), S, coef_S, X_S, b, r,
+                               probe)
+
+
+def _block_sum(X):
+    """(entries, their sum) of a block (the mean of gamma='scale')."""
+    data = X.data if sp.issparse(X) else X
+    return X.shape[0] * X.shape[1], float(np.sum(data, dtype=np.float64))
+
+
+def _block_squared_deviation(X, mean):
+    """sum (x - mean)^2 over the block's entries, implicit zeros of CSR included."""
+    data = np.asarray(X.data if sp.issparse(X) else X, dtype=np.float64).ravel() - mean
+    zeros = X.shape[0] * X.shape[1] - X.nnz if sp.issparse(X) else 0
+    return float(data @ data) + zeros * mean * mean
+
+
 # ---------------------------------------------------------------------------- in the client
 def _stack(parts):
     parts = [p for p in parts if p.shape[0]]
@@ -92,7 +136,8 @@ def _stack(parts):
 
 class DaskBlocks(RowBlocks):
     """The row chunks of a dask array X as futures on the workers of a distributed client, with the
-    class codes of their rows; the ``RowBlocks`` of a distributed linear NSSVC fit.
+    class codes of their rows (and, for a nonlinear kernel, each block's kernel columns of the
+    working set); the ``RowBlocks`` of a distributed NSSVC fit.
 
     Parameters
     ----------
@@ -103,20 +148,51 @@ class DaskBlocks(RowBlocks):
         chunk sizes.
     codes : ndarray of shape (m,)
         The class index of every sample (in the client; each block gets its slice).
+    kernel : tuple or None, default=None
+        (code, gamma, coef0, degree) of a nonlinear kernel: each block then keeps the kernel columns
+        of the working set against its rows, on its worker (``_blocks.KernelColumns``).
     """
 
-    def __init__(self, client, X, codes):
+    def __init__(self, client, X, codes, kernel=None):
         self.client = client
         self.shape = tuple(int(v) for v in X.shape)
         sizes = [int(v) for v in X.chunks[0]]
         self.bounds = [(int(lo), int(lo + n)) for lo, n in zip(np.cumsum([0] + sizes[:-1]), sizes)]
         blocks = X.map_blocks(_prepare_block, dtype=X.dtype, meta=X._meta).to_delayed().ravel()
-        self.blocks = client.compute(list(blocks))  # computed once, kept on the workers
+        # computed once and kept on the workers, spread evenly (contiguous runs of blocks per worker):
+        # a pass is as fast as its busiest worker. The placement is a preference (loose): a lost
+        # worker's blocks are recomputed elsewhere
+        workers = sorted(client.scheduler_info()["workers"]) or [None]
+        self.homes = [workers[k * len(workers) // len(blocks)] for k in range(len(blocks))]
+        self.blocks = [client.compute(b, **self._at(k)) for k, b in enumerate(blocks)]
         # submitted as tasks (not scattered): the scheduler can recreate them if a worker is lost
-        self.codes = [client.submit(np.ascontiguousarray, codes[lo:hi], pure=False) for lo, hi in self.bounds]
+        self.codes = [client.submit(np.ascontiguousarray, codes[lo:hi], pure=False, **self._at(k))
+                      for k, (lo, hi) in enumerate(self.bounds)]
+        self.columns = None
+        if kernel is not None:
+            self.set_kernel(kernel)
         self.target = None
         self.round_trips = 0
         self.seconds = 0.0  # in the round trips (waiting for the workers)
+
+    def _at(self, k):
+        """Where block k's tasks should run: on the worker that holds it."""
+        home = self.homes[k]
+        return {} if home is None else {"workers": [home], "allow_other_workers": True}
+
+    def set_kernel(self, kernel):
+        """Give every block a store of kernel columns for ``kernel`` (code, gamma, coef0, degree)."""
+        self.columns = [self.client.submit(_columns_task, xb, tuple(kernel), pure=False, **self._at(k))
+                        for k, xb in enumerate(self.blocks)]
+
+    def variance(self):
+        """The variance of all entries of X (gamma='scale'): two passes, as the in-memory rule (equal
+        to it up to the order of the sums)."""
+        sums = self._gather([self.client.submit(_block_sum, xb, pure=False) for xb in self.blocks])
+        size = sum(n for n, _ in sums)
+        mean = sum(v for _, v in sums) / size
+        dev = self._gather([self.client.submit(_block_squared_deviation, xb, mean, pure=False) for xb in self.blocks])
+        return sum(dev) / size
 
     def _gather(self, futures):
         t0 = time.perf_counter()
@@ -132,11 +208,13 @@ class DaskBlocks(RowBlocks):
         S = np.ascontiguousarray(S, dtype=np.int64)
         alpha_S = np.ascontiguousarray(alpha_S, dtype=np.float64)
         futures = [self.client.submit(_scan_task, xb, cb, lo, self.target, w, S, alpha_S, b, eta, inv_C, inv_c, k,
-                                      pure=False)
-                   for xb, cb, (lo, _) in zip(self.blocks, self.codes, self.bounds)]
-        parts = self._gather(futures)
+                                      pure=False, **self._at(i))
+                   for i, (xb, cb, (lo, _)) in enumerate(zip(self.blocks, self.codes, self.bounds))]
+        return self._merge_candidates(self._gather(futures), k)
+
+    def _merge_candidates(self, parts, k):
+        """The global top-k of the blocks' candidates, with their rows (T lies in their union)."""
         T, g, correct = merge_scans([p[:4] for p in parts], k)
-        # the rows of T from the candidates' rows (T is a subset of their union)
         cand = np.concatenate([p[0] for p in parts])
         rows = _stack([p[4] for p in parts])
         order = np.argsort(cand, kind="stable")
@@ -155,15 +233,42 @@ class DaskBlocks(RowBlocks):
         return out if out is not None else np.zeros((0, self.shape[1]))
 
     def window(self, w, b, r):
-        futures = [self.client.submit(_window_task, xb, cb, self.target, w, b, r, pure=False)
-                   for xb, cb in zip(self.blocks, self.codes)]
+        futures = [self.client.submit(_window_task, xb, cb, self.target, w, b, r, pure=False, **self._at(i))
+                   for i, (xb, cb) in enumerate(zip(self.blocks, self.codes))]
         parts = self._gather(futures)
         return {"f": np.concatenate([p["f"] for p in parts]), "y": np.concatenate([p["y"] for p in parts]),
                 "correct": int(sum(int(p["correct"]) for p in parts))}
 
+    def kernel_scan(self, T_load, X_T_load, S, alpha_S, coef_S, b, eta, inv_C, inv_c, k):
+        S = np.ascontiguousarray(S, dtype=np.int64)
+        futures = [self.client.submit(_kernel_scan_task, cs, cb, lo, self.target, T_load, X_T_load, S, alpha_S, coef_S,
+                                      b, eta, inv_C, inv_c, k, pure=False, **self._at(i))
+                   for i, (cs, cb, (lo, _)) in enumerate(zip(self.columns, self.codes, self.bounds))]
+        parts = self._gather(futures)
+        out = self._merge_candidates(parts, k)
+        out["computed"] = max(p[5] for p in parts)  # every block computes the same columns for its rows
+        return out
+
+    def kernel_margins_at(self, S, coef_S, X_S, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        futures = []
+        for i, (cs, cb, (lo, hi)) in enumerate(zip(self.columns, self.codes, self.bounds)):
+            a, z = np.searchsorted(idx, [lo, hi])
+            if z > a:
+                futures.append(self.client.submit(_kernel_window_task, cs, cb, self.target, S, coef_S, X_S, 0.0, 0.0,
+                                                  idx[a:z] - lo, pure=False, **self._at(i)))
+        parts = self._gather(futures) if futures else []
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def kernel_window(self, S, coef_S, X_S, b, r):
+        futures = [self.client.submit(_kernel_window_task, cs, cb, self.target, S, coef_S, X_S, b, r, pure=False,
+                                      **self._at(i))
+                   for i, (cs, cb) in enumerate(zip(self.columns, self.codes))]
+        return merge_windows(self._gather(futures))
+
     def release(self):
-        """Drop the blocks from the workers."""
-        for f in self.blocks + self.codes:
+        """Drop the blocks (and their kernel columns) from the workers."""
+        for f in self.blocks + self.codes + (self.columns or []):
             f.release()
 
 
@@ -200,12 +305,14 @@ def _class_codes(client, y):
 
 
 def fit_nssvc(model, X, y, client=None):
-    """Fit a linear NSSVC on a dask array where its blocks live (what ``model.fit(X, y)`` calls).
+    """Fit NSSVC on a dask array where its blocks live (what ``model.fit(X, y)`` calls).
 
     Parameters
     ----------
     model : NSSVC
-        The estimator (kernel='linear'); it is fitted in place and returned.
+        The estimator (any kernel but 'precomputed'); it is fitted in place and returned. gamma='scale'
+        is computed by a blocked reduction: equal to the in-memory value up to the order of its sums
+        (pass a number for a fit equal to the in-memory one bit for bit).
     X : dask.array.Array of shape (m, n)
         Training rows in row chunks (dense or CSR chunks; column chunks are merged).
     y : dask.array.Array or array-like of shape (m,)
@@ -224,11 +331,9 @@ def fit_nssvc(model, X, y, client=None):
 
     t0 = time.perf_counter()
     c, _ = model._check_params()
-    if model.kernel != "linear":
-        raise ValueError(f"NSSVC on a dask array fits the linear kernel only (got kernel={model.kernel!r}): a "
-                         "nonlinear kernel needs the kernel columns of the working set against every block at every "
-                         "iteration; fit it in memory, or fit the linear kernel on features that carry the "
-                         "nonlinearity")
+    if model.kernel == "precomputed" or callable(model.kernel):
+        raise ValueError("NSSVC on a dask array computes its kernel from the rows; kernel='precomputed' (an m x m "
+                         "matrix) does not scale out: fit it in memory")
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D dask array X, got {X.ndim} dimensions")
     if any(np.isnan(v) for v in X.shape) or any(np.isnan(v) for v in X.chunks[0]):
@@ -257,14 +362,21 @@ def fit_nssvc(model, X, y, client=None):
                              "Client; client = Client(...))") from exc
     model.classes_, y_enc = _class_codes(client, y.rechunk((X.chunks[0],)))
     model.n_features_in_ = n
-    model._gamma = 0.0
     blocks = DaskBlocks(client, X, y_enc)
     try:
+        if model.kernel == "linear":
+            model._gamma = 0.0
+        elif model.gamma == "scale":  # as _base.resolve_gamma, by a blocked two-pass reduction
+            var = blocks.variance()
+            model._gamma = 1.0 / (n * var) if var != 0 else 1.0
+        else:
+            model._gamma = resolve_gamma(model.gamma, np.zeros((0, n)))
+        if model.kernel != "linear":
+            blocks.set_kernel(model._kernel_spec())
         solvers = model._solve(blocks, y_enc, m, n, c)
         model._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
     finally:
         blocks.release()
-    model.n_kernel_columns_ = 0
     model.round_trips_ = blocks.round_trips
     model.fit_time_ = time.perf_counter() - t0
     return model
