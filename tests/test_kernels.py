@@ -106,6 +106,41 @@ def test_kernel_matrix_threads_do_not_change_values(kernel):
         np.testing.assert_array_equal(K1, K2)
 
 
+@pytest.mark.parametrize("kernel,params,ref", KERNEL_CASES, ids=CASE_IDS)
+def test_a_kernel_value_does_not_depend_on_the_batch_it_is_computed_in(kernel, params, ref):
+    """K(a, b) is a function of the pair alone, bit for bit: whichever rows of A surround a (its
+    register tile: 32, 8 or 1 rows), whichever rows of B are asked for, whichever argument has more
+    rows (kernel_matrix may compute the transpose). A distributed NSSVC fit relies on it: each row
+    block computes the kernel columns of the in-memory fit. Before the tiles stopped contracting
+    multiply-adds, a row's values changed with the width of the tile it fell in."""
+    A, B = _data(seed=7, n_a=75, n_b=700)
+    g, c, d = params
+    for fa, fb in (("dense", "dense"), ("csr", "csr"), ("dense", "csr"), ("float32", "float32")):
+        Aa, Bb = _as(A.astype(np.float32), "dense") if fa == "float32" else _as(A, fa), \
+            _as(B.astype(np.float32), "dense") if fb == "float32" else _as(B, fb)
+        full = _ours(Aa, Bb, kernel, g, c, d)
+        for lo, hi in ((0, 75), (3, 40), (37, 38), (64, 75)):  # rows of A in other tiles, alone, at the end
+            np.testing.assert_array_equal(_ours(Aa[lo:hi], Bb, kernel, g, c, d), full[lo:hi])
+        for lo, hi in ((0, 50), (123, 700), (500, 501)):  # fewer rows of B than of A: the transposed route
+            np.testing.assert_array_equal(_ours(Aa, Bb[lo:hi], kernel, g, c, d), full[:, lo:hi])
+
+
+def test_kernel_margins_sum_in_support_order_for_any_row_block():
+    """_core.nssvm_kernel_margins: f = K[:, slots] @ coef (to rounding) and, bit for bit, the same
+    rows whatever block of rows it is given and however many threads share it."""
+    rng = np.random.default_rng(0)
+    K = np.asfortranarray(rng.standard_normal((5000, 40)))
+    slots = rng.permutation(40)[:25].astype(np.int64)
+    coef = rng.standard_normal(25)
+    f = _core.nssvm_kernel_margins(K, slots, coef, 1)
+    np.testing.assert_allclose(f, K[:, slots] @ coef, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(_core.nssvm_kernel_margins(K, slots, coef, 2), f)
+    for lo, hi in ((0, 1), (7, 4103), (4097, 5000)):
+        np.testing.assert_array_equal(_core.nssvm_kernel_margins(np.asfortranarray(K[lo:hi]), slots, coef, 2), f[lo:hi])
+    with pytest.raises(ValueError, match="slot"):
+        _core.nssvm_kernel_margins(K, np.array([40], dtype=np.int64), coef[:1], 1)
+
+
 def test_kernel_matrix_shapes_and_edge_sizes():
     rng = np.random.default_rng(4)
     for n_a, n_b in ((1, 1), (1, 300), (257, 1), (513, 7)):  # around the 256-row blocks
