@@ -637,8 +637,8 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     @with_callbacks
     def fit(self, X, y):
         """Fit on X (dense or CSR, float32 or float64; a kernel matrix for 'precomputed') and y.
-        A dask array X (rows in chunks; linear kernel) is fitted where its blocks live
-        (``sparsekernel.dask``), with the same iterates as in memory.
+        A dask array X (rows in chunks; any kernel but 'precomputed') is fitted where its blocks
+        live (``sparsekernel.dask``), with the same iterates as in memory.
 
         Two classes give one problem (+1 = classes_[1]); more give one-versus-rest problems."""
         if is_dask_array(X):

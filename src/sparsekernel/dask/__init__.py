@@ -4,8 +4,8 @@ Everything here needs the ``dask`` extra (``pip install "sparsekernel[dask]"``: 
 distributed); ``import sparsekernel`` never imports dask, and this subpackage is the only place that
 does.
 
-- ``NSSVC().fit(X, y)`` with X a dask array (rows in chunks, dense or CSR) fits the linear NSSVC on
-  the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
+- ``NSSVC().fit(X, y)`` with X a dask array (rows in chunks, dense or CSR) fits NSSVC (linear, or
+  a kernel whose columns of the working set each block keeps) on the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
   same iterates as the in-memory fit bit for bit (:func:`fit_nssvc`; a distributed Client must be
   running).
 - :func:`nssvm_gaussians`: NSSVM's Example 4.1 as dask arrays generated chunk by chunk on the
