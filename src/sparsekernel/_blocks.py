@@ -123,14 +123,11 @@ class KernelColumns:
         self.__init__(state["X"], state["kernel"], state["nthreads"])
 
     def compute(self, idx, rows):
-        """K(X_block, x_j) for j in idx (rows: their x_j) as a column-major rows x len(idx) array."""
+        """K(X_block, x_j) for j in idx (rows: their x_j; at most _COLUMN_CHUNK) as a column-major
+        rows x len(idx) array (the transpose of the core's row-major K(x_idx, X_block): no copy)."""
         if self.precomputed:
             return np.asfortranarray(self.X[:, idx], dtype=np.float64)
-        out = np.empty((self.m, len(idx)), order="F")
-        for start in range(0, len(idx), _COLUMN_CHUNK):
-            part = slice(start, start + _COLUMN_CHUNK)
-            out[:, part] = _core.kernel_matrix(core_matrix(rows[part]), self.Xc, *self.kernel, self.nthreads).T
-        return out
+        return _core.kernel_matrix(core_matrix(rows), self.Xc, *self.kernel, self.nthreads).T
 
     def load(self, T, X_T):
         """Make the columns of T (sorted; X_T their rows) resident, dropping those of indices that
@@ -169,7 +166,10 @@ class KernelColumns:
         if all(j in self.slot for j in S.tolist()):
             slots = np.array([self.slot[j] for j in S.tolist()], dtype=np.int64)
             return _core.nssvm_kernel_margins(self.cols, slots, coef, self.nthreads)
-        cols = self.compute(S, X_S)  # an older iterate (the intercept refit)
+        cols = np.empty((self.m, len(S)), order="F")  # an older iterate (the intercept refit): its columns
+        for start in range(0, len(S), _COLUMN_CHUNK):
+            part = slice(start, start + _COLUMN_CHUNK)
+            cols[:, part] = self.compute(S[part], None if X_S is None else X_S[part])
         return _core.nssvm_kernel_margins(cols, np.arange(len(S), dtype=np.int64), coef, self.nthreads)
 
 
