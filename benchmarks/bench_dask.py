@@ -83,7 +83,7 @@ def _noop(block):
     return 0
 
 
-RBF = dict(kernel="rbf", gamma=1.0, s=300, adaptive=False, max_iter=40, random_state=0)
+RBF = dict(kernel="rbf", gamma=1.0, s=400, random_state=0)
 
 
 def _cluster(n_workers, memory_limit="11GB"):
@@ -120,7 +120,7 @@ def rbf_scaling(m, chunks, repeats):
                 _, client = clusters[n]
                 Xd = da.from_array(X, chunks=(chunk, 2))
                 yd = da.from_array(y, chunks=(chunk,))
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), client.as_current():  # not the last Client made (the default)
                     warnings.simplefilter("ignore")
                     t0 = time.perf_counter()
                     model = NSSVC(**RBF).fit(Xd, yd)

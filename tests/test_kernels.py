@@ -125,6 +125,26 @@ def test_a_kernel_value_does_not_depend_on_the_batch_it_is_computed_in(kernel, p
             np.testing.assert_array_equal(_ours(Aa, Bb[lo:hi], kernel, g, c, d), full[:, lo:hi])
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "laplacian", "linear"])
+def test_kernel_columns_written_in_place_equal_kernel_matrix(kernel):
+    """_core.kernel_columns writes K(a_r, B) into column slots[r] of a column-major block: the
+    values of kernel_matrix bit for bit, the other columns untouched; bad slots are refused."""
+    A, B = _data(seed=8, n_a=300, n_b=900)
+    for fa, fb in (("dense", "dense"), ("csr", "csr")):
+        a, b = core_matrix(_as(A, fa)), core_matrix(_as(B, fb))
+        params = (KERNELS[kernel], 0.1, 1.0, 2)
+        out = np.full((900, 310), -7.0, order="F")
+        slots = np.random.default_rng(0).permutation(310)[:300].astype(np.int64)
+        _core.kernel_columns(a, b, *params, out, slots, 2)
+        np.testing.assert_array_equal(out[:, slots], _core.kernel_matrix(a, b, *params, 1).T)
+        untouched = np.setdiff1d(np.arange(310), slots)
+        assert np.all(out[:, untouched] == -7.0)
+    with pytest.raises(ValueError, match="slot"):
+        _core.kernel_columns(a, b, *params, out, np.full(300, 310, dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="row per row"):
+        _core.kernel_columns(a, b, *params, np.zeros((10, 310), order="F"), slots, 1)
+
+
 def test_kernel_margins_sum_in_support_order_for_any_row_block():
     """_core.nssvm_kernel_margins: f = K[:, slots] @ coef (to rounding) and, bit for bit, the same
     rows whatever block of rows it is given and however many threads share it."""

@@ -90,7 +90,7 @@ def labels_of(codes, target):
     return yk
 
 
-_COLUMN_CHUNK = 256  # kernel columns computed per call (the temporary stays small next to the block)
+_COLUMN_CHUNK = 256  # columns copied per step (growing the block, a precomputed kernel): small temporaries
 _PRECOMPUTED = KERNELS["precomputed"]
 SIGMA = 1.1  # Algorithm 2's growth factor of s (the room a growing working set of columns gets)
 
@@ -122,12 +122,14 @@ class KernelColumns:
     def __setstate__(self, state):
         self.__init__(state["X"], state["kernel"], state["nthreads"])
 
-    def compute(self, idx, rows):
-        """K(X_block, x_j) for j in idx (rows: their x_j; at most _COLUMN_CHUNK) as a column-major
-        rows x len(idx) array (the transpose of the core's row-major K(x_idx, X_block): no copy)."""
+    def compute_into(self, out, slots, idx, rows):
+        """out[:, slots[t]] = K(X_block, x_j) for the t-th j of idx (rows: their x_j), in place."""
         if self.precomputed:
-            return np.asfortranarray(self.X[:, idx], dtype=np.float64)
-        return _core.kernel_matrix(core_matrix(rows), self.Xc, *self.kernel, self.nthreads).T
+            for start in range(0, len(idx), _COLUMN_CHUNK):  # a gather of them all would copy the block
+                part = slice(start, start + _COLUMN_CHUNK)
+                out[:, slots[part]] = self.X[:, idx[part]]
+            return
+        _core.kernel_columns(core_matrix(rows), self.Xc, *self.kernel, out, _aligned(slots, np.int64), self.nthreads)
 
     def load(self, T, X_T):
         """Make the columns of T (sorted; X_T their rows) resident, dropping those of indices that
@@ -149,11 +151,9 @@ class KernelColumns:
             self.cols = grown
             free = list(range(len(old), cap))
         if len(new):
-            slots = free[:len(new)]
-            for start in range(0, len(new), _COLUMN_CHUNK):
-                part = new[start:start + _COLUMN_CHUNK]
-                self.cols[:, slots[start:start + len(part)]] = self.compute(T[part], None if X_T is None else X_T[part])
-            keep.update(zip(T[new].tolist(), slots))
+            slots = np.array(free[:len(new)], dtype=np.int64)
+            self.compute_into(self.cols, slots, T[new], None if X_T is None else X_T[new])
+            keep.update(zip(T[new].tolist(), slots.tolist()))
         self.slot = keep
         return len(new)
 
@@ -167,10 +167,9 @@ class KernelColumns:
             slots = np.array([self.slot[j] for j in S.tolist()], dtype=np.int64)
             return _core.nssvm_kernel_margins(self.cols, slots, coef, self.nthreads)
         cols = np.empty((self.m, len(S)), order="F")  # an older iterate (the intercept refit): its columns
-        for start in range(0, len(S), _COLUMN_CHUNK):
-            part = slice(start, start + _COLUMN_CHUNK)
-            cols[:, part] = self.compute(S[part], None if X_S is None else X_S[part])
-        return _core.nssvm_kernel_margins(cols, np.arange(len(S), dtype=np.int64), coef, self.nthreads)
+        slots = np.arange(len(S), dtype=np.int64)
+        self.compute_into(cols, slots, S, X_S)
+        return _core.nssvm_kernel_margins(cols, slots, coef, self.nthreads)
 
 
 def _nbytes(X):

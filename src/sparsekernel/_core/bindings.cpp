@@ -130,6 +130,39 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, con
     return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(na), size_t(nbr)}, owner);
 }
 
+// K(a_r, b) for the rows a_r of A against every row b of B, written as column slots[r] of the
+// column-major block `out` (rows of B x capacity): NSSVM's resident kernel columns computed in
+// place (no temporary of |A| x |B| values to allocate, fault in and copy). Values as kernel_matrix's.
+void kernel_columns(const PyMatrix& A, const PyMatrix& B, int kernel, double gamma, double coef0, int degree,
+                    nb::ndarray<double, nb::ndim<2>, nb::f_contig, nb::device::cpu> out,
+                    nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> slots, int nthreads) {
+    const auto params = make_params(kernel, gamma, coef0, degree);
+    if (params.type == sk::KernelType::precomputed) throw std::invalid_argument("kernel_columns: not for 'precomputed'");
+    const int64_t na = A.m.n, nbr = B.m.n, cap = int64_t(out.shape(1));
+    if (int64_t(out.shape(0)) != nbr) throw std::invalid_argument("kernel_columns: out must have a row per row of B");
+    if (int64_t(slots.shape(0)) != na) throw std::invalid_argument("kernel_columns: one slot per row of A");
+    for (int64_t r = 0; r < na; ++r)
+        if (slots.data()[r] < 0 || slots.data()[r] >= cap)
+            throw std::invalid_argument("kernel_columns: a slot is outside out's columns");
+    nthreads = std::max(1, nthreads);
+    double* base = out.data();
+    {
+        nb::gil_scoped_release release;
+        constexpr int64_t kRows = 256;
+        std::vector<int32_t> rows(kRows);
+        std::vector<double*> outs(kRows);
+        sk::Kernel K(A.m, B.m, params);
+        for (int64_t r0 = 0; r0 < na; r0 += kRows) {
+            const int64_t q = std::min(kRows, na - r0);
+            for (int64_t r = 0; r < q; ++r) {
+                rows[r] = int32_t(r0 + r);
+                outs[r] = base + slots.data()[r0 + r] * nbr;
+            }
+            K.block<double>(rows.data(), q, nullptr, nbr, outs.data(), nthreads);
+        }
+    }
+}
+
 template <class T>
 nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(const std::vector<T>& v) {
     auto* out = new T[std::max<size_t>(1, v.size())];
@@ -412,6 +445,8 @@ NB_MODULE(_core, m) {
         .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
+    m.def("kernel_columns", &kernel_columns, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "out"_a,
+          "slots"_a, "nthreads"_a = 1);
     m.def("expansion_decision", &expansion_decision, "X"_a, "B"_a, "coef"_a, "intercept"_a, "kernel"_a, "gamma"_a,
           "coef0"_a, "degree"_a, "nthreads"_a = 1);
     m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
