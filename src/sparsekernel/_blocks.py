@@ -84,9 +84,11 @@ def merge_scans(parts, k):
 
 
 def labels_of(codes, target):
-    """The +-1 labels (int8) of the one-vs-rest problem of class index ``target``."""
-    yk = np.full(len(codes), -1, dtype=np.int8)
-    yk[codes == target] = 1
+    """The +-1 labels (int8) of the one-vs-rest problem of class index ``target`` (one m-long
+    allocation: the comparison's booleans become the labels in place)."""
+    yk = np.equal(codes, target).view(np.int8)
+    yk *= 2
+    yk -= 1
     return yk
 
 

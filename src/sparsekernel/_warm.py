@@ -144,6 +144,7 @@ class PathStore:
         self._shared = None  # (kernel_key, SharedRows): the kernel being walked only
         self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
         self.peak_bytes = 0  # the largest of theirs
+        self.prefitted = {}  # prefit_key -> fitted state: a search's fits made on a cluster's workers
 
     def state(self, key):
         with self._lock:
@@ -230,6 +231,7 @@ class PathStore:
             self._folds.clear()
             self._shared = None
             self._whole = None
+            self.prefitted = {}
 
 
 _active = []
@@ -251,3 +253,31 @@ def path_context(store):
 def active_store():
     with _active_lock:
         return _active[-1] if _active else None
+
+
+def prefit_key(model, X, y, sample_weight=None):
+    """Which fit this is, wherever it runs: the estimator's class and parameters and its training
+    data as the search hands it over (X dense or CSR)."""
+    params = tuple(sorted((k, repr(v)) for k, v in model.get_params(deep=False).items()))
+    labels = np.ascontiguousarray(np.asarray(y)).tobytes()
+    weights = b"" if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes()
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((type(model).__name__, params)).encode())
+    h.update(rows_digest(X).encode())
+    h.update(labels)
+    h.update(weights)
+    return h.hexdigest()
+
+
+def restore_prefitted(model, X, y, sample_weight=None):
+    """Load into ``model`` the result of this very fit when a search made it on a cluster's worker
+    (``PathSearchCV`` with joblib's dask backend); True if it did. Costs nothing outside such a
+    search."""
+    store = active_store()
+    if store is None or not store.prefitted or not (sp.issparse(X) or isinstance(X, np.ndarray)):
+        return False
+    state = store.prefitted.get(prefit_key(model, X, y, sample_weight))
+    if state is None:
+        return False
+    model.__setstate__(dict(state))
+    return True

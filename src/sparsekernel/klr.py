@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _core
 from ._compact import BASES, CompactFit, fit_compact
-from ._warm import DualState, active_store, data_fingerprint, warm_point
+from ._warm import DualState, active_store, data_fingerprint, restore_prefitted, warm_point
 from ._base import (
     one_thread,
     KERNELS,
@@ -326,6 +326,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         """Fit on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
 
         Two classes give one problem; more give one-vs-rest problems (one per class)."""
+        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+            return self
         t0 = time.perf_counter()
         threads = self._check_params()
         lam = self._lam()

@@ -25,18 +25,70 @@ from ._base import canonical_csr, check_positive
 from ._warm import PathStore, active_store, path_context
 
 
-def _walk_order(candidates, param="C"):
-    """Candidates grouped by everything but ``param``, each group walked along ``param`` in a
-    serpentine (ascending, then descending, ...), so consecutive fits are grid neighbours."""
+def _walk_groups(candidates, param="C"):
+    """Candidates grouped by everything but ``param`` (the kernel-parameter groups), each group
+    walked along ``param`` in a serpentine (ascending, then descending, ...), so consecutive fits
+    are grid neighbours."""
     groups = {}
     for cand in candidates:
         rest = _candidate_key({k: v for k, v in cand.items() if k != param})
         groups.setdefault(rest, []).append(cand)
-    ordered = []
-    for g, key in enumerate(sorted(groups)):
-        members = sorted(groups[key], key=lambda c: c.get(param, 0.0), reverse=bool(g % 2))
-        ordered.extend(members)
-    return ordered
+    return [sorted(groups[key], key=lambda c: c.get(param, 0.0), reverse=bool(g % 2))
+            for g, key in enumerate(sorted(groups))]
+
+
+def _walk_order(candidates, param="C"):
+    """The candidates in walk order: the groups of ``_walk_groups`` one after the other."""
+    return [cand for group in _walk_groups(candidates, param) for cand in group]
+
+
+def _on_dask():
+    """True when the caller runs joblib on a Dask cluster (``joblib.parallel_config(backend='dask')``)."""
+    from joblib.parallel import get_active_backend
+
+    return type(get_active_backend()[0]).__name__ == "DaskDistributedBackend"
+
+
+def _walk_fold(estimator, X, y, train, group, fit_params, seconds):
+    """One task of a search on a cluster: the fits of one group of candidates on one fold, each
+    warm-started from the previous one. Returns [(prefit_key, fitted state)] in walk order."""
+    from sklearn.utils.metaestimators import _safe_split
+    from sklearn.utils.validation import _check_method_params
+
+    from ._warm import prefit_key
+
+    X_train, y_train = _safe_split(estimator, X, y, train)
+    fit_params = _check_method_params(X, params=fit_params, indices=train)
+    out = []
+    store = PathStore(None if seconds is None else time.perf_counter() + seconds)
+    with path_context(store):
+        for params in group:
+            model = clone(estimator).set_params(**params)
+            model.fit(X_train, y_train, **fit_params)
+            out.append((prefit_key(model, X_train, y_train, fit_params.get("sample_weight")), model.__getstate__()))
+    store.clear()
+    return out
+
+
+def _walk_path_group(estimator, X, y, group, sample_weight, X_test, y_test, scoring, return_models):
+    """One group of an ``svm_path`` (its fits at fixed kernel parameters, walked along C)."""
+    scorer = check_scoring(estimator, scoring=scoring) if X_test is not None else None
+    path = []
+    with path_context(PathStore()):
+        for params in group:
+            model = clone(estimator).set_params(**params)
+            t0 = time.perf_counter()
+            model.fit(X, y, sample_weight=sample_weight)
+            entry = {"params": params, "fit_time": time.perf_counter() - t0,
+                     "n_iter": int(np.sum(model.n_iter_)), "dual_objective": model.dual_objective_.copy(),
+                     "n_support": int(len(model.support_)),
+                     "warm_started": all(s["warm_started"] for s in model.solver_stats_)}
+            if scorer is not None:
+                entry["score"] = scorer(model, X_test, y_test)
+            if return_models:
+                entry["estimator"] = model
+            path.append(entry)
+    return path
 
 
 def _candidate_key(cand):
@@ -74,6 +126,11 @@ def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=N
     ``estimator.cache_size`` MB. Every fit reaches the same solution as a cold fit to the
     estimator's ``tol``.
 
+    On a cluster (``with joblib.parallel_config(backend="dask")``), every group of fits with the
+    same kernel parameters is one task, walked along C with warm starts inside it (the first fit of
+    a group starts cold instead of from the previous group's solution: the same solutions to
+    ``tol``). The path comes back in the same order.
+
     Parameters
     ----------
     estimator : SVC or SVR
@@ -107,23 +164,15 @@ def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=N
         if "epsilon" not in estimator.get_params():
             raise ValueError("epsilons is only meaningful for SVR")
         grid["epsilon"] = [float(e) for e in np.atleast_1d(epsilons)]
-    scorer = check_scoring(estimator, scoring=scoring) if X_test is not None else None
-    path = []
-    with path_context(PathStore()):
-        for params in _walk_order(list(ParameterGrid(grid))):
-            model = clone(estimator).set_params(**params)
-            t0 = time.perf_counter()
-            model.fit(X, y, sample_weight=sample_weight)
-            entry = {"params": params, "fit_time": time.perf_counter() - t0,
-                     "n_iter": int(np.sum(model.n_iter_)), "dual_objective": model.dual_objective_.copy(),
-                     "n_support": int(len(model.support_)),
-                     "warm_started": all(s["warm_started"] for s in model.solver_stats_)}
-            if scorer is not None:
-                entry["score"] = scorer(model, X_test, y_test)
-            if return_models:
-                entry["estimator"] = model
-            path.append(entry)
-    return path
+    check_scoring(estimator, scoring=scoring) if X_test is not None else None  # a bad scoring fails here
+    args = (sample_weight, X_test, y_test, scoring, return_models)
+    if _on_dask():
+        from joblib import Parallel, delayed
+
+        groups = _walk_groups(list(ParameterGrid(grid)))
+        parts = Parallel(n_jobs=-1)(delayed(_walk_path_group)(estimator, X, y, g, *args) for g in groups)
+        return [entry for part in parts for entry in part]
+    return _walk_path_group(estimator, X, y, _walk_order(list(ParameterGrid(grid))), *args)
 
 
 def sklr_path(X, y, *, lams, C=1.0, estimator=None, sample_weight=None, X_test=None, y_test=None, n_bins=15,
@@ -244,6 +293,15 @@ class PathSearchCV(BaseSearchCV):
         ConvergenceWarning), so the search always ends; the refit of the best candidate is not
         bounded.
 
+    On a cluster: inside ``with joblib.parallel_config(backend="dask"):`` (a ``distributed``
+    Client running), the cross-validated fits run on the cluster's workers as one task per fold x
+    group of candidates with the same kernel parameters, walked along C (or lam) with warm starts
+    inside the task; the client then scores them on the test folds in ``n_jobs`` threads and refits
+    the best candidate, as without a cluster (``cluster_tasks_`` counts the tasks). The kernel rows
+    shared between folds and the warm start from one kernel group to the next stay within a task's
+    process: every fit still reaches the solution of a cold fit to ``tol``. X must be a numpy array
+    or a scipy.sparse matrix, and ``cv`` must give the same splits when called twice.
+
     ``set_callbacks`` (scikit-learn >= 1.9) works as for GridSearchCV: one sub-task per candidate
     and split; an auto-propagated callback such as ``ProgressBar`` also shows each fit's binary
     problems.
@@ -256,6 +314,8 @@ class PathSearchCV(BaseSearchCV):
         Kernel values computed by the shared row stores of the cross-validated fits.
     shared_cache_peak_bytes_ : int
         The most memory one shared row store held.
+    cluster_tasks_ : int
+        Tasks the cross-validated fits ran as on a Dask cluster (0 without one).
     """
 
     _parameter_constraints = dict(BaseSearchCV._parameter_constraints)
@@ -313,13 +373,39 @@ class PathSearchCV(BaseSearchCV):
             Xv = canonical_csr(Xv)
         store.share_rows(Xv, folds, float(self.estimator.cache_size))
 
+    def _fit_on_cluster(self, X, y, params):
+        """The cross-validated fits as tasks on the Dask cluster of the active joblib backend, one
+        per fold x kernel-parameter group: {prefit_key: fitted state} for the scoring phase."""
+        from joblib import Parallel, delayed
+        from sklearn.base import is_classifier
+        from sklearn.model_selection import check_cv
+        from sklearn.utils.validation import indexable
+
+        if not (isinstance(X, np.ndarray) or sp.issparse(X)):
+            raise ValueError("PathSearchCV on a Dask cluster needs X as a numpy array or a scipy.sparse matrix (the "
+                             f"fits made on the workers are matched to the folds by their data), got {type(X).__name__}")
+        X_i, y_i = indexable(X, y)
+        cv = check_cv(self.cv, y_i, classifier=is_classifier(self.estimator))
+        folds = [train for train, _ in cv.split(X_i, y_i, params.get("groups"))]
+        fit_params = {k: v for k, v in params.items() if k != "groups"}
+        groups = _walk_groups(list(ParameterGrid(self.param_grid)), _walked_param(self.estimator, self.param_grid))
+        seconds = None if self.time_limit is None else float(self.time_limit)
+        tasks = [delayed(_walk_fold)(self.estimator, X, y, train, group, fit_params, seconds)
+                 for group in groups for train in folds]
+        self.cluster_tasks_ = len(tasks)
+        return dict(entry for part in Parallel(n_jobs=-1)(tasks) for entry in part)
+
     def fit(self, X, y=None, **params):
         """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
         _check_estimator(self.estimator, allow_klr=True)
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
         store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
-        self._share_rows(store, X, y, params)
+        self.cluster_tasks_ = 0
+        if _on_dask():
+            store.prefitted = self._fit_on_cluster(X, y, params)
+        else:
+            self._share_rows(store, X, y, params)
         try:
             with path_context(store), parallel_config(backend="threading"):
                 return super().fit(X, y, **params)

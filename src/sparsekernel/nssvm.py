@@ -266,7 +266,7 @@ class NewtonSolver:
         (DESIGN.md: the paper's top-s of |alpha0 - eta g0| picks one class only): half from each
         (t0='balanced') or in proportion to the class sizes ('stratified', at least one of each)."""
         y = self.y
-        n_pos = int(np.count_nonzero(y > 0))
+        n_pos = (int(np.sum(y, dtype=np.int64)) + self.m) // 2  # labels +-1: no m-long temporary
         n_neg = self.m - n_pos
         if self.t0 == "balanced":
             want_pos = (self.s + 1) // 2
@@ -667,10 +667,12 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
             return None
         return (KERNELS[self.kernel], float(self._gamma), float(self.coef0), int(self.degree))
 
-    def _solve(self, data, y_enc, m, n, c, X=None, y=None):
+    def _solve(self, data, y_enc, m, n, c, X=None, y=None, labels_pm1=False):
         """Algorithm 1/2 for every problem (one, or one per class) on ``data``, the RowBlocks of X
         (in memory or on Dask workers); y_enc the class index of every sample. Returns the solved
-        NewtonSolvers (warns if one stopped early) and sets ``n_kernel_columns_``."""
+        NewtonSolvers (warns if one stopped early) and sets ``n_kernel_columns_``. ``labels_pm1``:
+        y_enc already holds the int8 +-1 labels of the one binary problem (a distributed fit's
+        client then keeps one byte per sample)."""
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         s0 = self._level(m, n)
@@ -686,7 +688,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         spec = self._kernel_spec()
         kernel_Q = None if spec is None else _KernelQ(data, spec, n_threads(self.n_jobs))
         for i, k in enumerate(targets):
-            yk = labels_of(y_enc, k)
+            yk = y_enc if labels_pm1 else labels_of(y_enc, k)
             data.set_target(k)
             if kernel_Q is None:
                 Q = _LinearQ(data, yk)

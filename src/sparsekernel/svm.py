@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import _ovr_decision_function, check_classificatio
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from . import _core
-from ._warm import DualState, active_store, data_fingerprint, warm_point
+from ._warm import DualState, active_store, data_fingerprint, restore_prefitted, warm_point
 from ._base import (
     KERNELS,
     TERM_LINEAR,
@@ -433,6 +433,8 @@ class SVC(ClassifierMixin, _BaseSMO):
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
+        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+            return self
         t0 = time.perf_counter()
         threads = self._check_params()
         X, y, inputs = self._validate_fit_input(X, y)
@@ -690,6 +692,8 @@ class SVR(RegressorMixin, _BaseSMO):
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y."""
+        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+            return self
         t0 = time.perf_counter()
         threads = self._check_common_params()
         check_positive("epsilon", self.epsilon, allow_zero=True)

@@ -151,9 +151,11 @@ class DaskBlocks(RowBlocks):
     kernel : tuple or None, default=None
         (code, gamma, coef0, degree) of a nonlinear kernel: each block then keeps the kernel columns
         of the working set against its rows, on its worker (``_blocks.KernelColumns``).
+    code_blocks : list of Future or None, default=None
+        The codes of every block where they already are, on the workers (else sent from ``codes``).
     """
 
-    def __init__(self, client, X, codes, kernel=None):
+    def __init__(self, client, X, codes, kernel=None, code_blocks=None):
         self.client = client
         self.shape = tuple(int(v) for v in X.shape)
         sizes = [int(v) for v in X.chunks[0]]
@@ -165,15 +167,23 @@ class DaskBlocks(RowBlocks):
         workers = sorted(client.scheduler_info()["workers"]) or [None]
         self.homes = [workers[k * len(workers) // len(blocks)] for k in range(len(blocks))]
         self.blocks = [client.compute(b, **self._at(k)) for k, b in enumerate(blocks)]
-        # submitted as tasks (not scattered): the scheduler can recreate them if a worker is lost
-        self.codes = [client.submit(np.ascontiguousarray, codes[lo:hi], pure=False, **self._at(k))
-                      for k, (lo, hi) in enumerate(self.bounds)]
+        # the codes of every block: already on the workers, or submitted as tasks (not scattered:
+        # the scheduler can recreate them if a worker is lost)
+        self.codes = code_blocks if code_blocks is not None else [
+            client.submit(np.ascontiguousarray, codes[lo:hi], pure=False, **self._at(k))
+            for k, (lo, hi) in enumerate(self.bounds)]
         self.columns = None
         if kernel is not None:
             self.set_kernel(kernel)
         self.target = None
         self.round_trips = 0
         self.seconds = 0.0  # in the round trips (waiting for the workers)
+
+    def wait(self):
+        """Until the workers hold every block and its codes."""
+        from distributed import wait
+
+        wait(self.blocks + self.codes)
 
     def _at(self, k):
         """Where block k's tasks should run: on the worker that holds it."""
@@ -284,9 +294,10 @@ def _codes_task(y, classes):
 
 
 def _class_codes(client, y):
-    """classes_ (the sorted distinct labels, found by a reduction on the workers) and the class
-    index of every sample, encoded on the workers and gathered block by block into one array (one
-    byte per sample below 128 classes): the client never holds y itself."""
+    """classes_ (the sorted distinct labels, found by a reduction on the workers), the class index
+    of every sample, encoded on the workers and gathered block by block into one array (one byte
+    per sample below 128 classes: the client never holds y itself), and the futures of those blocks
+    of codes, which stay on the workers (sending the client's copy back would serialize it again)."""
     import dask.array as da
     from sklearn.utils.multiclass import check_classification_targets
 
@@ -300,8 +311,8 @@ def _class_codes(client, y):
         part = future.result()
         codes[start:start + len(part)] = part
         start += len(part)
-        future.release()
-    return classes, codes
+        del part
+    return classes, codes, futures
 
 
 def fit_nssvc(model, X, y, client=None):
@@ -360,9 +371,9 @@ def fit_nssvc(model, X, y, client=None):
         except ValueError as exc:
             raise ValueError("NSSVC.fit on a dask array needs a distributed Client (from distributed import "
                              "Client; client = Client(...))") from exc
-    model.classes_, y_enc = _class_codes(client, y.rechunk((X.chunks[0],)))
+    model.classes_, y_enc, code_blocks = _class_codes(client, y.rechunk((X.chunks[0],)))
     model.n_features_in_ = n
-    blocks = DaskBlocks(client, X, y_enc)
+    blocks = DaskBlocks(client, X, y_enc, code_blocks=code_blocks)
     try:
         if model.kernel == "linear":
             model._gamma = 0.0
@@ -373,7 +384,12 @@ def fit_nssvc(model, X, y, client=None):
             model._gamma = resolve_gamma(model.gamma, np.zeros((0, n)))
         if model.kernel != "linear":
             blocks.set_kernel(model._kernel_spec())
-        solvers = model._solve(blocks, y_enc, m, n, c)
+        binary = len(model.classes_) == 2
+        if binary:  # the codes 0/1 become the labels +-1 in place: the client keeps one byte per sample
+            blocks.wait()  # (once the workers hold their slices of the codes)
+            y_enc *= 2
+            y_enc -= 1
+        solvers = model._solve(blocks, y_enc, m, n, c, labels_pm1=binary)
         model._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
     finally:
         blocks.release()
