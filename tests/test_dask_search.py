@@ -61,7 +61,20 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_search_on_the_cluster_scores_the_fits_its_tasks_made(client, case):
+def test_search_on_the_cluster_scores_the_fits_its_tasks_made(client, case, monkeypatch):
+    import sparsekernel.klr
+    import sparsekernel.svm
+    from sparsekernel import _warm
+
+    restored = []  # the client's fits that loaded a task's result instead of solving
+
+    def counting(model, X, y, sample_weight=None):
+        hit = _warm.restore_prefitted(model, X, y, sample_weight)
+        restored.append(hit)
+        return hit
+
+    for module in (sparsekernel.svm, sparsekernel.klr):
+        monkeypatch.setattr(module, "restore_prefitted", counting)
     estimator, grid, data = CASES[case]
     X, y = data()
     cv = KFold(3, shuffle=True, random_state=0)
@@ -71,6 +84,9 @@ def test_search_on_the_cluster_scores_the_fits_its_tasks_made(client, case):
     groups = _walk_groups(list(ParameterGrid(grid)), _walked_param(estimator, grid))
     folds = [train for train, _ in cv.split(X, y)]
     assert search.cluster_tasks_ == len(groups) * len(folds)
+    n_fits = len(ParameterGrid(grid)) * len(folds)
+    assert restored[:n_fits] == [True] * n_fits  # every cross-validated fit came from a task
+    assert restored[n_fits:] == [False]  # the refit of the best candidate runs here
 
     # every score is that of the fit of the same walk made here (bit for bit: the same code)
     for group in groups:
