@@ -22,17 +22,6 @@ from sparsekernel import NSSVC  # noqa: E402
 from sparsekernel.datasets import make_nssvm_gaussians  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the dashboard's port
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _same_fit(a, b):
     names = ["classes_", "dual_coef_", "intercept_", "support_", "n_iter_", "s_", "training_accuracy_"]
     names += ["coef_"] if a.kernel == "linear" else ["support_vectors_", "_gamma"]

@@ -54,13 +54,6 @@ ESTIMATORS = {
 }
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) \
-            as cluster, distributed.Client(cluster) as c:
-        yield c
-
-
 def _classification(n_classes):
     X, y = make_classification(300, 6, n_informative=4, n_redundant=0, n_classes=n_classes, random_state=n_classes)
     return X, y

@@ -26,17 +26,6 @@ from sparsekernel._warm import PathStore, path_context  # noqa: E402
 from sparsekernel.model_selection import PathSearchCV, _walk_groups, _walked_param, svm_path  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the dashboard's port
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _walk_here(estimator, X, y, train, group):
     """The fits of one task, made in this process: the walk of ``group`` on fold ``train``."""
     out = []
