@@ -565,6 +565,11 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     intercept_newton_ : per problem, the Newton iteration's b of the returned iterate (differs from
         intercept_ only with refit_intercept)
     history_ : per problem, an array of (||F||, ACC, s) per iterate
+    n_kernel_columns_ : kernel columns K(X, x_j) computed (the working sets' new indices; 0 for the
+        linear kernel)
+    fit_time_ : seconds of the fit
+    round_trips_, round_trip_seconds_ : a fit on a dask array only: the passes that went to the
+        workers (n_iter_ + 1 per problem) and the time the client waited in them
     """
 
     def __init__(self, C=0.25, c=None, s="auto", beta=1.0, adaptive=True, eta=None, tol=None, max_iter=1000,
