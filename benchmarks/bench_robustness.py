@@ -93,19 +93,26 @@ def part_fuzz():
     print(tally["summary"])
 
 
-def merge_fuzz(paths, minutes):
+def merge_fuzz(paths, minutes, add=False):
     """Store the tallies of fuzz runs made separately (SK_FUZZ_REPORT files, e.g. the targets split
-    over two processes) as the fuzz part."""
-    cases, status = {}, 0
+    over two processes) as the fuzz part, or (``add``) add their targets to the stored part."""
+    stored = _load().get("fuzz") if add else None
+    cases = dict(stored["cases"]) if stored else {}
+    status = int(stored["exitstatus"]) if stored else 0
     for path in paths:
         data = json.loads(Path(path).read_text())
+        if data.get("profile") != "long":
+            raise ValueError(f"{path}: not a long-profile run")
         status = max(status, int(data["exitstatus"]))
         for target, counts in data["cases"].items():
             if target in cases:
-                raise ValueError(f"{target} is in two of the files")
+                raise ValueError(f"{target} is counted twice")
             cases[target] = counts
-    _save("fuzz", {"profile": "long", "exitstatus": status, "cases": cases, "seconds": 60.0 * minutes,
-                   "summary": f"{len(paths)} runs, exit status {status} (0: every test passed)"})
+    summary = f"{len(paths)} run{'s' if len(paths) > 1 else ''}, exit status {status} (0: every test passed)"
+    if stored:
+        summary = f"{stored['summary']}; then {summary}: {', '.join(sorted(set(cases) - set(stored['cases'])))}"
+    _save("fuzz", {"profile": "long", "exitstatus": status, "cases": cases,
+                   "seconds": (stored["seconds"] if stored else 0.0) + 60.0 * minutes, "summary": summary})
 
 
 def part_sigint(repeats):
@@ -191,11 +198,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--merge-fuzz", nargs="+", metavar="JSON", help="store these SK_FUZZ_REPORT files as the fuzz part")
     ap.add_argument("--fuzz-minutes", type=float, default=0.0, help="their wall time (for the report)")
+    ap.add_argument("--add", action="store_true", help="with --merge-fuzz: add their targets to the stored ones")
     ap.add_argument("--sanitizers", help="store the outcome of the last scripts/sanitize.sh run (text)")
     args = ap.parse_args()
     parts = args.parts.split(",")
     if args.merge_fuzz:
-        merge_fuzz(args.merge_fuzz, args.fuzz_minutes)
+        merge_fuzz(args.merge_fuzz, args.fuzz_minutes, add=args.add)
     if args.sanitizers:
         _save("sanitizers", args.sanitizers)
     if "fuzz" in parts:
