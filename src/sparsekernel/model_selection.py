@@ -164,7 +164,8 @@ def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=N
         if "epsilon" not in estimator.get_params():
             raise ValueError("epsilons is only meaningful for SVR")
         grid["epsilon"] = [float(e) for e in np.atleast_1d(epsilons)]
-    check_scoring(estimator, scoring=scoring) if X_test is not None else None  # a bad scoring fails here
+    if X_test is not None:
+        check_scoring(estimator, scoring=scoring)  # a bad scoring fails here, not inside a task
     args = (sample_weight, X_test, y_test, scoring, return_models)
     if _on_dask():
         from joblib import Parallel, delayed
