@@ -93,21 +93,29 @@ def part_fuzz():
     print(tally["summary"])
 
 
-def merge_fuzz(paths, minutes, add=False):
+def merge_fuzz(paths, minutes, add=False, shards=False):
     """Store the tallies of fuzz runs made separately (SK_FUZZ_REPORT files, e.g. the targets split
-    over two processes) as the fuzz part, or (``add``) add their targets to the stored part."""
+    over two processes) as the fuzz part, or (``add``) add their targets to the stored part.
+    ``shards``: the files are shards of the same targets (processes drawing their own random cases,
+    SK_FUZZ_EXAMPLES each), whose counts add up; otherwise a target may come from one file only."""
     stored = _load().get("fuzz") if add else None
     cases = dict(stored["cases"]) if stored else {}
     status = int(stored["exitstatus"]) if stored else 0
+    if len({Path(p).resolve() for p in paths}) < len(paths):
+        raise ValueError("a file is given twice")
+    merged = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
         if data.get("profile") != "long":
             raise ValueError(f"{path}: not a long-profile run")
         status = max(status, int(data["exitstatus"]))
         for target, counts in data["cases"].items():
-            if target in cases:
+            if target in cases or (target in merged and not shards):
                 raise ValueError(f"{target} is counted twice")
-            cases[target] = counts
+            total = merged.setdefault(target, {})
+            for outcome, n in counts.items():
+                total[outcome] = total.get(outcome, 0) + n
+    cases.update(merged)
     summary = f"{len(paths)} run{'s' if len(paths) > 1 else ''}, exit status {status} (0: every test passed)"
     if stored:
         summary = f"{stored['summary']}; then {summary}: {', '.join(sorted(set(cases) - set(stored['cases'])))}"
@@ -199,11 +207,13 @@ def main():
     ap.add_argument("--merge-fuzz", nargs="+", metavar="JSON", help="store these SK_FUZZ_REPORT files as the fuzz part")
     ap.add_argument("--fuzz-minutes", type=float, default=0.0, help="their wall time (for the report)")
     ap.add_argument("--add", action="store_true", help="with --merge-fuzz: add their targets to the stored ones")
+    ap.add_argument("--shards", action="store_true",
+                    help="with --merge-fuzz: the files are shards of the same targets; add up their counts")
     ap.add_argument("--sanitizers", help="store the outcome of the last scripts/sanitize.sh run (text)")
     args = ap.parse_args()
     parts = args.parts.split(",")
     if args.merge_fuzz:
-        merge_fuzz(args.merge_fuzz, args.fuzz_minutes, add=args.add)
+        merge_fuzz(args.merge_fuzz, args.fuzz_minutes, add=args.add, shards=args.shards)
     if args.sanitizers:
         _save("sanitizers", args.sanitizers)
     if "fuzz" in parts:

@@ -257,7 +257,7 @@ class InMemoryBlocks(RowBlocks):
         self.bounds = [(lo, min(m, lo + step)) for lo in range(0, max(m, 1), step)]
         kind, data, indptr, indices = block_layout(X)
         if kind == SCAN_DENSE:
-            self.layouts = [(kind, X[lo:hi], None, None) for lo, hi in self.bounds]
+            self.layouts = [(kind, data[lo:hi], None, None) for lo, hi in self.bounds]  # data: aligned
         else:
             self.layouts = [(kind, data, np.ascontiguousarray(indptr[lo:hi + 1]), indices) for lo, hi in self.bounds]
         self.round_trips = 0

@@ -1,7 +1,9 @@
 """What the fuzz tests share: the hypothesis profiles and the limits every case must respect.
 
 Profiles: ``ci`` (the default: a fixed, derandomised set of a few dozen cases per test, seconds per
-estimator) and ``long`` (SK_FUZZ_PROFILE=long: 10,000 cases per test, for the robustness report).
+estimator) and ``long`` (SK_FUZZ_PROFILE=long: 10,000 cases per test, for the robustness report;
+SK_FUZZ_EXAMPLES=n sets another count, e.g. for shards of a target run in parallel processes, each
+drawing its own random cases).
 """
 
 import os
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=10_000, deadline=None,
+settings.register_profile("long", max_examples=int(os.environ.get("SK_FUZZ_EXAMPLES", 10_000)), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PROFILE = os.environ.get("SK_FUZZ_PROFILE", "ci")
 settings.load_profile(PROFILE)
