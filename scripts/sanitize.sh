@@ -26,9 +26,11 @@ cd "$root"
 # under the sanitizer runtimes for its deadlines (nothing is found there that the other tests miss).
 # (No comment may sit inside the continued command below: it would end it, and pytest would run
 # the installed package without the runtimes.) The run first proves that it tests the sanitized core.
+# --capture=sys: pytest captures Python's output only, so that a report the runtimes write to file
+# descriptor 2 reaches the terminal (with fd capture the process exits before pytest shows it).
 export LD_PRELOAD="$preload"
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export PYTHONPATH="$work/site"
 python -c "import sparsekernel._core as c, sys; f = c.__file__; print('sanitized core:', f); sys.exit(0 if f.startswith('$work/site') else 1)"
-python -m pytest -q -p no:cacheprovider --ignore=tests/test_interrupt.py "${@:-tests}"
+python -m pytest -q -p no:cacheprovider --capture=sys --ignore=tests/test_interrupt.py "${@:-tests}"

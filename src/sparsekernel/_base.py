@@ -117,6 +117,13 @@ def canonical_csr(X):
     return X
 
 
+def core_array(a, dtype=None):
+    """``a`` as the C++ core reads it: C-contiguous with aligned items (no copy unless it is not).
+    Arrays unpickled from a byte buffer (Dask workers), made by np.frombuffer at an offset or taken
+    from a packed record can hold doubles at addresses that are not a multiple of 8 (UBSan)."""
+    return np.require(a, dtype=dtype, requirements=["C", "A"])
+
+
 def core_matrix(X):
     """View of dense or CSR X for the C++ core (float64, C order, int32 column indices).
 
@@ -127,13 +134,11 @@ def core_matrix(X):
         X = canonical_csr(X)
         if X.shape[1] >= 2**31:
             raise ValueError("sparse X with 2**31 or more features is not supported")
-        # C-contiguous and aligned (the C++ reads doubles and ints; an array unpickled from a byte
-        # buffer can be misaligned, which UBSan reported on Dask workers)
-        indptr = np.require(X.indptr, dtype=np.int64, requirements=["C", "A"])
-        indices = np.require(X.indices, dtype=np.int32, requirements=["C", "A"])
-        data = np.require(X.data, dtype=np.float64, requirements=["C", "A"])
+        indptr = core_array(X.indptr, np.int64)
+        indices = core_array(X.indices, np.int32)
+        data = core_array(X.data, np.float64)
         return _core.Matrix.csr(indptr, indices, data, int(X.shape[1]))
-    return _core.Matrix.dense(np.require(X, dtype=np.float64, requirements=["C", "A"]))
+    return _core.Matrix.dense(core_array(X, np.float64))
 
 
 def sample_weights(sample_weight, n_samples):
@@ -238,12 +243,11 @@ class KernelEvaluator:
         pass over X (_core/predict.hpp): X is read once, and the rows' squared norms it computes
         anyway tell whether X is finite, so prediction needs no validation pass of its own.
         Otherwise X is checked here and the blocks come from ``chunks``."""
-        coef = np.ascontiguousarray(coef, dtype=np.float64)
-        intercept = np.ascontiguousarray(intercept, dtype=np.float64)
+        coef = core_array(coef, np.float64)
+        intercept = core_array(intercept, np.float64)
         if B is not None and self.kernel in _GEMM_KERNELS and not sp.issparse(X) and not sp.issparse(B):
-            out = _core.expansion_decision(np.ascontiguousarray(X, dtype=np.float64),
-                                           np.ascontiguousarray(B, dtype=np.float64), coef, intercept, self.code,
-                                           self.gamma, self.coef0, self.degree, self.n_jobs)
+            out = _core.expansion_decision(core_array(X, np.float64), core_array(B, np.float64), coef, intercept,
+                                           self.code, self.gamma, self.coef0, self.degree, self.n_jobs)
             if out is None:
                 assert_all_finite(X, input_name="X")  # scikit-learn's message for NaN / inf
                 raise ValueError("Input X contains values too large to square in float64 (|x| > 1e154)")

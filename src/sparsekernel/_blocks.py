@@ -35,38 +35,31 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._base import KERNELS, core_matrix
+from ._base import KERNELS, core_array, core_matrix
 from ._memory import require
 
 SCAN_DENSE, SCAN_CSR, SCAN_GIVEN = 0, 1, 2
-
-
-def _aligned(a, dtype=None):
-    """a as a C-contiguous array whose items are aligned (the C++ reads them as doubles / ints):
-    no copy unless it is not, as arrays unpickled from a byte buffer can be (found by UBSan on
-    blocks sent to Dask workers)."""
-    return np.require(a, dtype=dtype, requirements=["C", "A"])
 
 
 def block_layout(X):
     """X as the (kind, data, indptr, indices) arguments of the C++ passes (no copy unless X is not
     contiguous and aligned)."""
     if sp.issparse(X):
-        return (SCAN_CSR, _aligned(X.data), _aligned(X.indptr, np.int64), _aligned(X.indices))
-    return (SCAN_DENSE, _aligned(X), None, None)
+        return (SCAN_CSR, core_array(X.data), core_array(X.indptr, np.int64), core_array(X.indices))
+    return (SCAN_DENSE, core_array(X), None, None)
 
 
 def local_support(S, alpha_S, lo, hi):
     """The part of alpha's support (global, sorted) in rows [lo, hi), as block-local indices."""
     a, z = np.searchsorted(S, [lo, hi])
-    return _aligned(S[a:z] - lo, np.int64), _aligned(alpha_S[a:z], np.float64)
+    return core_array(S[a:z] - lo, np.int64), core_array(alpha_S[a:z], np.float64)
 
 
 def scan_block(layout, yk, w, S, alpha_S, b, eta, inv_C, inv_c, k, nthreads, lo=0):
     """The C++ pass over one block whose first row is global row ``lo``: its top-k candidates
     (global indices), their scores and gradients, and its count of correct signs."""
     S_loc, a_loc = local_support(S, alpha_S, lo, lo + len(yk))
-    r = _core.nssvm_scan(*layout, _aligned(w, np.float64), _aligned(yk), S_loc, a_loc, b, eta, inv_C, inv_c,
+    r = _core.nssvm_scan(*layout, core_array(w, np.float64), core_array(yk), S_loc, a_loc, b, eta, inv_C, inv_c,
                          min(k, len(yk)), nthreads)
     return r["T"] + lo, r["score"], r["g"], int(r["correct"])
 
@@ -131,7 +124,7 @@ class KernelColumns:
                 part = slice(start, start + _COLUMN_CHUNK)
                 out[:, slots[part]] = self.X[:, idx[part]]
             return
-        _core.kernel_columns(core_matrix(rows), self.Xc, *self.kernel, out, _aligned(slots, np.int64), self.nthreads)
+        _core.kernel_columns(core_matrix(rows), self.Xc, *self.kernel, out, core_array(slots, np.int64), self.nthreads)
 
     def load(self, T, X_T):
         """Make the columns of T (sorted; X_T their rows) resident, dropping those of indices that
@@ -164,7 +157,7 @@ class KernelColumns:
         every row sums in the order of S); the columns of S are computed if they are not resident."""
         if not len(S):
             return np.zeros(self.m)
-        coef = _aligned(coef, np.float64)
+        coef = core_array(coef, np.float64)
         if all(j in self.slot for j in S.tolist()):
             slots = np.array([self.slot[j] for j in S.tolist()], dtype=np.int64)
             return _core.nssvm_kernel_margins(self.cols, slots, coef, self.nthreads)
@@ -184,7 +177,7 @@ def kernel_scan_block(columns, yk, T_load, X_T_load, S, alpha_S, coef_S, b, eta,
     pass on them: its top-k candidates (global indices), scores, gradients, count of correct signs,
     and the number of columns it computed."""
     computed = columns.load(T_load, X_T_load)
-    f = _aligned(columns.margins(S, coef_S, None))
+    f = core_array(columns.margins(S, coef_S, None))
     T, score, g, correct = scan_block((SCAN_GIVEN, f, None, None), yk, np.zeros(0), S, alpha_S, b, eta, inv_C, inv_c,
                                       k, columns.nthreads, lo)
     return T, score, g, correct, computed
@@ -193,7 +186,7 @@ def kernel_scan_block(columns, yk, T_load, X_T_load, S, alpha_S, coef_S, b, eta,
 def kernel_window_block(columns, yk, S, coef_S, X_S, b, r, probe=None):
     """One block's part of the intercept refit at alpha (coef_S on S): the window |f_i + b| <= r, or
     (``probe``: block-local indices) the margins of those rows."""
-    f = _aligned(columns.margins(S, coef_S, X_S))
+    f = core_array(columns.margins(S, coef_S, X_S))
     if probe is not None:
         return f[probe]
     return _core.nssvm_window(SCAN_GIVEN, f, None, None, np.zeros(0), yk, b, r, columns.nthreads)

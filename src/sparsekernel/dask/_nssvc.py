@@ -26,7 +26,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .._base import canonical_csr, resolve_gamma
+from .._base import canonical_csr, core_array, resolve_gamma
 from .._blocks import (
     KernelColumns,
     RowBlocks,
@@ -55,7 +55,7 @@ def _prepare_block(X):
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
-    return np.require(X, requirements=["C", "A"])  # aligned: a block sent between workers may not be
+    return core_array(X)  # aligned: a block sent between workers may not be
 
 
 def _worker_threads():
@@ -88,7 +88,7 @@ def _rows_task(X, local_idx):
 def _window_task(X, codes, target, w, b, r):
     from .. import _core
 
-    w = np.require(w, np.float64, ["C", "A"])  # unpickled on the worker: perhaps misaligned
+    w = core_array(w, np.float64)  # unpickled on the worker: perhaps misaligned
     return _core.nssvm_window(*block_layout(X), w, labels_of(codes, target), b, r, _worker_threads())
 
 
