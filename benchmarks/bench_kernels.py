@@ -105,10 +105,12 @@ def worker(impl: str) -> None:
             t0 = time.perf_counter()
             K = call()
             times.append(time.perf_counter() - t0)
+        # rest before answering: this worker's spinning BLAS / OpenMP threads must not slow the next
+        # worker's measurement (answering first cost some 2-thread calls of the next worker ~8 ms)
+        time.sleep(0.3)
         print(json.dumps(dict(seconds=statistics.median(times), checksum=float(np.sum(K)),
                               K00=float(K[0, 0]), shape=list(K.shape), d=int(A.shape[1]),
                               sparse=bool(sp.issparse(A)))), flush=True)
-        time.sleep(0.3)  # let this worker's spinning threads settle before the next one measures
 
 
 # ------------------------------------------------------------------------------------------ driver

@@ -111,9 +111,8 @@ def test_a_kernel_value_does_not_depend_on_the_batch_it_is_computed_in(kernel, p
     """K(a, b) is a function of the pair alone, bit for bit: whichever rows of A surround a (its
     register tile: 32, 8 or 1 rows), whichever rows of B are asked for, whichever argument has more
     rows (kernel_matrix may compute the transpose). A distributed NSSVC fit relies on it: each row
-    block computes the kernel columns of the in-memory fit. Before every tile width computed its
-    products the same way (fused multiply-add called explicitly where the machine has it, no implicit
-    contraction), a row's values changed with the width of the tile it fell in."""
+    block computes the kernel columns of the in-memory fit. Before the tiles stopped contracting
+    multiply-adds, a row's values changed with the width of the tile it fell in."""
     A, B = _data(seed=7, n_a=75, n_b=700)
     g, c, d = params
     for fa, fb in (("dense", "dense"), ("csr", "csr"), ("dense", "csr"), ("float32", "float32")):

@@ -267,15 +267,14 @@ namespace {
 // register tiles of kTile so that the accumulators stay in registers across the loop over b.
 // (Templates called from a SK_MULTIVERSION function are forced inline so that they are compiled
 // for the caller's instruction set.)
-// Every value is a function of its pair alone, whatever the tile width its row falls in (32, 8 or 1):
-// no implicit multiply-add contraction in the tiles (with it, GCC contracted some widths and not
-// others, so K(a, b) depended on the batch it was computed in), and where the machine has fused
-// multiply-add (kFma) the dot products call it explicitly, in the same order in every width. So any
-// row block of a distributed NSSVC fit computes the kernel columns of the in-memory fit bit for bit,
-// on machines of the same kind (a machine without FMA rounds differently in the last bits).
+// No multiply-add contraction in the tiles: with it, a value's rounding depended on the width of the
+// register tile its row fell in (32, 8 or 1), so K(a, b) depended on the batch it was computed in.
+// Without it every value is a function of its pair alone: any row block of a distributed NSSVC fit
+// computes the kernel columns of the in-memory fit bit for bit. (Calling fma explicitly in every
+// width would keep that too, but measured no faster: the tiles are bound by their loads.)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
-template <int64_t W, int kMeasure, bool kSparse, bool kFma>
+template <int64_t W, int kMeasure, bool kSparse>
 [[gnu::always_inline]] inline void block_tile(const double* __restrict blk, int64_t q, const int32_t* idx,
                                               const double* val, int64_t stride, int64_t nnz,
                                               double* __restrict acc) {
@@ -284,9 +283,7 @@ template <int64_t W, int kMeasure, bool kSparse, bool kFma>
     for (int64_t k = 0; k < nnz; ++k) {
         const double v = val[k * stride];
         const double* __restrict col = blk + int64_t(kSparse ? idx[k] : k) * q;
-        if constexpr (kMeasure == 0 && kFma) {
-            for (int64_t r = 0; r < W; ++r) s[r] = std::fma(v, col[r], s[r]);
-        } else if constexpr (kMeasure == 0) {
+        if constexpr (kMeasure == 0) {
             for (int64_t r = 0; r < W; ++r) s[r] += v * col[r];
         } else if constexpr (kSparse) {  // see sparse_measures: the L1 correction over nnz(b)
             const double av = std::fabs(v);
@@ -298,25 +295,15 @@ template <int64_t W, int kMeasure, bool kSparse, bool kFma>
     for (int64_t r = 0; r < W; ++r) acc[r] = s[r];
 }
 
-// kFma only for the dot (l1 has no products); called only where has_fused_multiply_add()
-template <int kMeasure, bool kSparse, bool kFma = false>  // 0 dot, 2 l1 (sqdist uses dot)
+template <int kMeasure, bool kSparse>  // 0 dot, 2 l1 (sqdist uses dot)
 SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* idx, const double* val,
                                   int64_t stride, int64_t nnz, double* acc) {
     int64_t r0 = 0;
-    for (; r0 + 32 <= q; r0 += 32)
-        block_tile<32, kMeasure, kSparse, kFma>(blk + r0, q, idx, val, stride, nnz, acc + r0);
-    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse, kFma>(blk + r0, q, idx, val, stride, nnz, acc + r0);
-    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse, kFma>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
 #pragma GCC pop_options
-
-// acc[r] = <a_r, b> for the rows of the block: block_column's dot, fused if `fused`
-template <bool kSparse>
-void dot_column(bool fused, const double* blk, int64_t q, const int32_t* idx, const double* val, int64_t stride,
-                int64_t nnz, double* acc) {
-    if (fused) block_column<0, kSparse, true>(blk, q, idx, val, stride, nnz, acc);
-    else block_column<0, kSparse, false>(blk, q, idx, val, stride, nnz, acc);
-}
 
 // acc[r] = ||a_r||^2 + ||b||^2 - 2 acc[r] (clamped at 0): dot products to squared distances
 SK_MULTIVERSION void dots_to_sqdist(double* __restrict acc, const double* __restrict anorm, double bn, int64_t q) {
@@ -362,7 +349,6 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
         anorm[r] = measure_ == Measure::l1 ? A_.l1norm[i] : A_.sqnorm[i];
     }
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
-    const bool fused = has_fused_multiply_add();
     constexpr int64_t kCols = 32;
     const int64_t n_tiles = (m + kCols - 1) / kCols;
     const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
@@ -387,8 +373,8 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
                         block_column<2, false>(blk, q, idx, val, stride, nnz, acc);
                     }
                 } else {
-                    if (B_.sparse) dot_column<true>(fused, blk, q, idx, val, 1, nnz, acc);
-                    else dot_column<false>(fused, blk, q, idx, val, stride, nnz, acc);
+                    if (B_.sparse) block_column<0, true>(blk, q, idx, val, 1, nnz, acc);
+                    else block_column<0, false>(blk, q, idx, val, stride, nnz, acc);
                     if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], q);
                 }
             }
