@@ -52,6 +52,8 @@ def blocks(name: str):
     A, B = X_test[:N_ROWS], X_train[:N_COLS]
     if sp.issparse(B):
         A, B = _datasets.as_int32_indices(A.tocsr()), _datasets.as_int32_indices(B.tocsr())
+        # (not sparsekernel._base.resolve_gamma: a worker must not import sparsekernel, whose _core
+        # would take the type names of the earlier core it loads)
         var = B.multiply(B).mean() - B.mean() ** 2
     else:
         A, B = np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(B, dtype=np.float64)

@@ -259,13 +259,9 @@ def prefit_key(model, X, y, sample_weight=None):
     """Which fit this is, wherever it runs: the estimator's class and parameters and its training
     data as the search hands it over (X dense or CSR)."""
     params = tuple(sorted((k, repr(v)) for k, v in model.get_params(deep=False).items()))
-    labels = np.ascontiguousarray(np.asarray(y)).tobytes()
-    weights = b"" if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes()
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((type(model).__name__, params)).encode())
-    h.update(rows_digest(X).encode())
-    h.update(labels)
-    h.update(weights)
+    h.update(data_fingerprint(X, np.asarray(y), sample_weight).full.encode())
     return h.hexdigest()
 
 
