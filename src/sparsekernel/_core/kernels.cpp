@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "parallel.hpp"
@@ -303,6 +304,80 @@ SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* i
     for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
     for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
+
+// Dense B: a register tile of kRows rows of the block (one vector, the densified block padded to a
+// multiple of kRows rows) by kCols points of B, so that each load of the block serves kCols points
+// and each value of a point serves kRows rows (the column kernel above re-reads the block for every
+// point: it is bound by those loads, about a third of the machine's multiply-add rate at d = 123).
+// Every entry is still s = 0; s += term(a_k, b_k) for k = 0..d-1 in order with no contraction: the
+// same value, bit for bit, as the column kernel and whatever tile the pair falls in.
+constexpr int64_t kRows = 8;  // two vectors of four doubles (one AVX register each)
+typedef double Vec4 __attribute__((vector_size(4 * sizeof(double))));
+typedef int64_t Mask4 __attribute__((vector_size(4 * sizeof(int64_t))));
+
+template <int kMeasure>
+[[gnu::always_inline]] inline Vec4 vec_term(Vec4 a, Vec4 v) {
+    if constexpr (kMeasure == 0) {
+        return a * v;
+    } else {
+        const Mask4 no_sign = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+        return reinterpret_cast<Vec4>(reinterpret_cast<Mask4>(a - v) & no_sign);
+    }
+}
+
+template <int64_t kCols, int kMeasure>  // 0 dot, 2 l1
+[[gnu::always_inline]] inline void dense_tile(const double* __restrict panel, int64_t ld, const double* const* b,
+                                              int64_t stride, int64_t d, double* __restrict out, int64_t ldo) {
+    Vec4 lo[kCols], hi[kCols];
+    for (int64_t c = 0; c < kCols; ++c) lo[c] = hi[c] = Vec4{0.0, 0.0, 0.0, 0.0};
+    const double* bp[kCols];
+    for (int64_t c = 0; c < kCols; ++c) bp[c] = b[c];
+#pragma GCC unroll 1
+    for (int64_t k = 0; k < d; ++k) {
+        Vec4 a0, a1;
+        std::memcpy(&a0, panel + k * ld, sizeof a0);
+        std::memcpy(&a1, panel + k * ld + 4, sizeof a1);
+#pragma GCC unroll 8
+        for (int64_t c = 0; c < kCols; ++c) {
+            const double x = bp[c][k * stride];
+            const Vec4 v = {x, x, x, x};
+            lo[c] += vec_term<kMeasure>(a0, v);
+            hi[c] += vec_term<kMeasure>(a1, v);
+        }
+    }
+    for (int64_t c = 0; c < kCols; ++c) {
+        std::memcpy(out + c * ldo, &lo[c], sizeof lo[c]);
+        std::memcpy(out + c * ldo + 4, &hi[c], sizeof hi[c]);
+    }
+}
+
+// out[(t - t0) * ldo + r] = measure(a_r, b_{cols[t]}) for the rows r < ld of the padded block (ld a
+// multiple of kRows, stored as contiguous panels of kRows rows) and the points t0 <= t < t1: each
+// panel against every point
+template <int kMeasure>
+SK_MULTIVERSION void dense_block_tiles(const double* blk, int64_t ld, const Matrix& B, const int32_t* cols,
+                                       int64_t t0, int64_t t1, double* out, int64_t ldo) {
+    constexpr int64_t kPoints = 6;
+    const int64_t d = B.d;
+    const int64_t stride = B.feature_major ? B.n : 1;
+    auto point = [&](int64_t t) {
+        const int64_t j = cols ? cols[t] : t;
+        return B.feature_major ? B.dense + j : B.dense + j * d;
+    };
+    for (int64_t r0 = 0; r0 < ld; r0 += kRows) {
+        const double* panel = blk + r0 * d;
+        int64_t t = t0;
+        for (; t + kPoints <= t1; t += kPoints) {
+            const double* b[kPoints];
+            for (int64_t c = 0; c < kPoints; ++c) b[c] = point(t + c);
+            dense_tile<kPoints, kMeasure>(panel, kRows, b, stride, d, out + (t - t0) * ldo + r0, ldo);
+        }
+        for (; t < t1; ++t) {
+            const double* b[1] = {point(t)};
+            dense_tile<1, kMeasure>(panel, kRows, b, stride, d, out + (t - t0) * ldo + r0, ldo);
+        }
+    }
+}
 #pragma GCC pop_options
 
 // acc[r] = ||a_r||^2 + ||b||^2 - 2 acc[r] (clamped at 0): dot products to squared distances
@@ -315,11 +390,11 @@ SK_MULTIVERSION void l1_correction(double* __restrict acc, const double* __restr
     for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + bn);
 }
 
-// out[cc] += sum_r w[r] tile[cc * q + r] for cc < nw
-SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t nw, const double* __restrict w,
-                                      double* __restrict out) {
+// out[cc] += sum_{r < q} w[r] tile[cc * ld + r] for cc < nw
+SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t ld, int64_t nw,
+                                      const double* __restrict w, double* __restrict out) {
     for (int64_t cc = 0; cc < nw; ++cc) {
-        const double* col = tile + cc * q;
+        const double* col = tile + cc * ld;
         double s = 0;
         for (int64_t r = 0; r < q; ++r) s += w[r] * col[r];
         out[cc] += s;
@@ -328,23 +403,32 @@ SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, 
 
 }  // namespace
 
-// The q rows of A (densified, transposed) against the columns [0, m) of B (cols: optional index
-// map), in tiles of kCols columns spread over the threads: consume(t0, w, tile) receives the kernel
-// values of columns t0 .. t0 + w as tile[cc * q + r] = K(a_{rows[r]}, b_{cols[t0 + cc]}).
+// The q rows of A (densified, transposed, padded with zero rows to ld, a multiple of kRows) against
+// the columns [0, m) of B (cols: optional index map), in tiles of kCols columns spread over the
+// threads: consume(t0, w, tile, ld) receives the kernel values of columns t0 .. t0 + w as
+// tile[cc * ld + r] = K(a_{rows[r]}, b_{cols[t0 + cc]}) for r < q (rows q .. ld are padding).
 template <class Consume>
 void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, int nthreads,
                              Consume consume) const {
     const int64_t d = A_.d;
-    const AlignedDoubles blk_store = aligned_zeros(d * q);
+    const int64_t ld = (q + kRows - 1) / kRows * kRows;
+    const AlignedDoubles blk_store = aligned_zeros(d * ld);
     double* const blk = blk_store.get();
-    std::vector<double> anorm(q);
+    // entry (r, k) of the block: for dense B in panels of kRows rows, each panel k-major and
+    // contiguous (dense_block_tiles streams one panel from L1; with the transposed layout its rows
+    // would sit ld doubles apart and fall into a few cache sets); for sparse B transposed (k * ld + r)
+    const bool panels = !B_.sparse;
+    auto at = [&](int64_t r, int64_t k) -> double& {
+        return panels ? blk[(r / kRows) * kRows * d + k * kRows + r % kRows] : blk[k * ld + r];
+    };
+    std::vector<double> anorm(ld, 0.0);
     for (int64_t r = 0; r < q; ++r) {
         const int64_t i = rows[r];
         if (A_.sparse) {
-            for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) blk[int64_t(A_.indices[k]) * q + r] = A_.values[k];
+            for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) at(r, A_.indices[k]) = A_.values[k];
         } else {
             const double* a = A_.dense + i * d;
-            for (int64_t k = 0; k < d; ++k) blk[k * q + r] = a[k];
+            for (int64_t k = 0; k < d; ++k) at(r, k) = a[k];
         }
         anorm[r] = measure_ == Measure::l1 ? A_.l1norm[i] : A_.sqnorm[i];
     }
@@ -354,32 +438,33 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
     const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
     for_chunks(n_chunks, nthreads, [&](int64_t c) {
         thread_local std::vector<double> tile;  // no allocation per chunk
-        tile.resize(kCols * q);
+        tile.resize(kCols * ld);
         for (int64_t tt = n_tiles * c / n_chunks; tt < n_tiles * (c + 1) / n_chunks; ++tt) {
             const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols);
-            for (int64_t t = t0; t < t1; ++t) {
-                const int64_t j = cols ? cols[t] : t;
-                double* acc = tile.data() + (t - t0) * q;
-                const double* val = B_.sparse ? B_.values + B_.indptr[j]
-                                              : (B_.feature_major ? B_.dense + j : B_.dense + j * d);
-                const int64_t stride = (!B_.sparse && B_.feature_major) ? B_.n : 1;
-                const int32_t* idx = B_.sparse ? B_.indices + B_.indptr[j] : nullptr;
-                const int64_t nnz = B_.sparse ? B_.indptr[j + 1] - B_.indptr[j] : d;
-                if (measure_ == Measure::l1) {
-                    if (B_.sparse) {
-                        block_column<2, true>(blk, q, idx, val, 1, nnz, acc);
-                        l1_correction(acc, anorm.data(), B_.l1norm[j], q);
+            if (!B_.sparse) {
+                if (measure_ == Measure::l1) dense_block_tiles<2>(blk, ld, B_, cols, t0, t1, tile.data(), ld);
+                else dense_block_tiles<0>(blk, ld, B_, cols, t0, t1, tile.data(), ld);
+                if (measure_ == Measure::sqdist)
+                    for (int64_t t = t0; t < t1; ++t)
+                        dots_to_sqdist(tile.data() + (t - t0) * ld, anorm.data(), B_.sqnorm[cols ? cols[t] : t], ld);
+            } else {
+                for (int64_t t = t0; t < t1; ++t) {
+                    const int64_t j = cols ? cols[t] : t;
+                    double* acc = tile.data() + (t - t0) * ld;
+                    const double* val = B_.values + B_.indptr[j];
+                    const int32_t* idx = B_.indices + B_.indptr[j];
+                    const int64_t nnz = B_.indptr[j + 1] - B_.indptr[j];
+                    if (measure_ == Measure::l1) {
+                        block_column<2, true>(blk, ld, idx, val, 1, nnz, acc);
+                        l1_correction(acc, anorm.data(), B_.l1norm[j], ld);
                     } else {
-                        block_column<2, false>(blk, q, idx, val, stride, nnz, acc);
+                        block_column<0, true>(blk, ld, idx, val, 1, nnz, acc);
+                        if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], ld);
                     }
-                } else {
-                    if (B_.sparse) block_column<0, true>(blk, q, idx, val, 1, nnz, acc);
-                    else block_column<0, false>(blk, q, idx, val, stride, nnz, acc);
-                    if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], q);
                 }
             }
-            transform(tile.data(), (t1 - t0) * q);
-            consume(t0, t1 - t0, tile.data());
+            transform(tile.data(), (t1 - t0) * ld);
+            consume(t0, t1 - t0, tile.data(), ld);
         }
     });
 }
@@ -407,10 +492,10 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
         return;
     }
     // each output row receives a contiguous run of the tile
-    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t w, const double* tile) {
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t w, const double* tile, int64_t ld) {
         for (int64_t r = 0; r < q; ++r) {
             T* o = out[r] + t0;
-            for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * q + r]);
+            for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * ld + r]);
         }
     });
 }
@@ -432,8 +517,8 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
         return;
     }
     // the tile is consumed where it was computed: nothing of size q x m is ever written
-    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, const double* tile) {
-        weighted_columns(tile, q, nw, w, out + t0);
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, const double* tile, int64_t ld) {
+        weighted_columns(tile, q, ld, nw, w, out + t0);
     });
 }
 
