@@ -32,14 +32,28 @@ TERM_LINEAR, TERM_ENTROPIC = 0, 1
 _PREDICT_CHUNK_ENTRIES = 1 << 22
 
 
+def available_threads():
+    """The OpenMP threads this process may use: the core's OpenMP limit (``OMP_NUM_THREADS``,
+    threadpoolctl's ``threadpool_limits``, the limit joblib sets in its workers) and, unless
+    ``OMP_NUM_THREADS`` says otherwise, the CPUs the process may run on (affinity, a container's
+    CPU quota) -- as scikit-learn's OpenMP estimators resolve their threads."""
+    limit = max(1, int(_core.max_threads()))
+    if os.environ.get("OMP_NUM_THREADS"):
+        return limit
+    from joblib import cpu_count
+
+    return max(1, min(limit, cpu_count()))
+
+
 def n_threads(n_jobs):
-    """Number of threads for ``n_jobs`` (None means all cores, negative counts from the end)."""
-    ncpu = os.cpu_count() or 1
+    """Number of threads for ``n_jobs``: None means every thread the process may use
+    (:func:`available_threads`), -1 the same, -2 one fewer, and so on; a positive count is taken
+    as given."""
     if n_jobs is None:
-        return ncpu
+        return available_threads()
     if not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
-    return max(1, ncpu + 1 + n_jobs) if n_jobs < 0 else int(n_jobs)
+    return max(1, available_threads() + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
 
 
 def check_kernel_params(kernel, gamma, coef0, degree, allow_callable=False):

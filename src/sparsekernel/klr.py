@@ -618,7 +618,8 @@ _PARAMS_DOC = """
         the compact route then stops after 1000); hitting it warns (ConvergenceWarning) and sets
         ``converged_ = False``.
     n_jobs : int or None, default=None
-        Threads (None: all cores).
+        Threads (None: every thread the process may use, counted as scikit-learn does:
+        OMP_NUM_THREADS, threadpoolctl limits, joblib's workers, CPU affinity and quotas).
     verbose : bool, default=False
         Print the solver's progress (iteration, KKT gap against tol, active set, time) about once a
         second, and a summary per problem.

@@ -542,7 +542,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     random_state : int, RandomState or None
         Draws the initial working set T0 (half from each class).
     n_jobs : int or None, default=None
-        Threads of the O(m) passes and kernel columns (None: all cores).
+        Threads of the O(m) passes and kernel columns (None: every thread the process may use,
+        counted as scikit-learn does: OMP_NUM_THREADS, threadpoolctl limits, joblib's workers, CPU
+        affinity and quotas).
     verbose : bool, default=False
         Print every Newton iteration (||F|| against tol, s, time).
     time_limit : float or None, default=None

@@ -253,6 +253,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             if progress is not None:
                 progress.end(r["n_iter"], r["gap"], len(pr["y"]), r["status"])
             r["warm_started"] = a0 is not None
+            r["n_threads"] = inner_threads
             if own_sessions is not None:
                 own_sessions[k] = (kernel_key, session)
             if store is not None:
@@ -360,8 +361,11 @@ class SVC(ClassifierMixin, _BaseSMO):
         so a refit with the same kernel recomputes no row it already has. See also
         :func:`sparsekernel.svm_path` and :class:`sparsekernel.PathSearchCV`.
     n_jobs : int or None, default=None
-        Threads (None: all cores). Kernel rows and blocks are computed in parallel; the pairwise
-        problems of a multiclass fit run in parallel when there are enough of them.
+        Threads (None: every thread the process may use, counted as scikit-learn does:
+        OMP_NUM_THREADS, threadpoolctl limits, joblib's workers, CPU affinity and quotas; inside
+        ``GridSearchCV(n_jobs=k)`` each worker's share). Kernel rows and blocks are computed in
+        parallel; the pairwise problems of a multiclass fit run in parallel when there are enough
+        of them.
     time_limit : float or None, default=None
         Seconds for the whole fit: the solver stops at the budget with a ConvergenceWarning and
         returns a usable model (the current iterate, its intercept from the KKT conditions,

@@ -1,5 +1,6 @@
 // Python bindings (nanobind). Validation happens in Python; these functions trust their inputs'
 // dtypes and shapes, which the Python layer guarantees (see _base.py).
+#include <omp.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -443,6 +444,9 @@ NB_MODULE(_core, m) {
         .def_static("csr", &make_csr, "indptr"_a, "indices"_a, "values"_a, "n_cols"_a, nb::rv_policy::take_ownership)
         .def_prop_ro("shape", [](const PyMatrix& pm) { return nb::make_tuple(pm.m.n, pm.m.d); })
         .def_prop_ro("sparse", [](const PyMatrix& pm) { return pm.m.sparse; });
+    m.def(
+        "max_threads", [] { return omp_get_max_threads(); },
+        "The OpenMP threads this core's runtime may start now (OMP_NUM_THREADS, threadpoolctl limits).");
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
     m.def("kernel_columns", &kernel_columns, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "out"_a,

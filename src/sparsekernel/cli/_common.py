@@ -95,7 +95,7 @@ _MODEL_OPTIONS = [
     (("--epsilon",), "epsilon", float, "svr: width of the insensitive tube."),
     (("--tol",), "tol", float, "Stopping tolerance."),
     (("--max-iter",), "max_iter", int, "Iteration cap."),
-    (("--n-jobs",), "n_jobs", int, "Threads (default: all cores)."),
+    (("--n-jobs",), "n_jobs", int, "Threads (default: every thread the process may use)."),
 ]
 
 

@@ -1,0 +1,85 @@
+"""Threads as scikit-learn means them: ``n_jobs=None`` is every OpenMP thread the process may use,
+never more (OMP_NUM_THREADS, threadpoolctl limits, the limits joblib sets in its workers, CPU
+affinity), so that ``GridSearchCV(SVC(), ..., n_jobs=k)`` does not start k times the cores."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from joblib import cpu_count
+from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV
+from threadpoolctl import threadpool_limits
+
+from sparsekernel import NSSVC, SVC, KernelLogisticRegression
+from sparsekernel._base import available_threads, n_threads
+
+X, Y = make_classification(n_samples=300, n_features=6, random_state=0)
+
+
+def _threads_of_fit(est, X, y):
+    """A scorer: the threads the fitted SVC's solves were given (solver_stats_)."""
+    return float(max(s["n_threads"] for s in est.solver_stats_))
+
+
+def test_none_is_at_most_the_cpus_the_process_may_use():
+    assert 1 <= n_threads(None) <= cpu_count()
+    assert n_threads(-1) == n_threads(None)
+    assert n_threads(-2) == max(1, n_threads(None) - 1)
+    assert n_threads(3) == 3  # an explicit count is the user's choice
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, "2"])
+def test_bad_n_jobs_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="n_jobs"):
+        n_threads(bad)
+
+
+def test_threadpool_limits_one_gives_one_thread():
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert available_threads() == 1
+        assert n_threads(None) == 1
+        svc = SVC().fit(X, Y)
+        assert all(s["n_threads"] == 1 for s in svc.solver_stats_)
+    assert n_threads(None) == min(cpu_count(), available_threads())
+
+
+def test_omp_num_threads_one_gives_one_thread():
+    code = ("from sklearn.datasets import make_classification\n"
+            "from sparsekernel import SVC\nfrom sparsekernel._base import n_threads\n"
+            "X, y = make_classification(n_samples=200, random_state=0)\n"
+            "s = SVC().fit(X, y)\n"
+            "print(n_threads(None), s.solver_stats_[0]['n_threads'])\n")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]
+
+
+def test_fits_inside_grid_search_workers_share_the_cpus():
+    """Each of GridSearchCV's 2 workers gets at most its share of the CPUs (joblib's limit in the
+    worker), not all of them: the fits' own threads times the workers never exceed the CPUs."""
+    share = max(1, cpu_count() // 2)
+    search = GridSearchCV(SVC(), {"C": [0.5, 1.0, 2.0]}, cv=2, n_jobs=2, scoring=_threads_of_fit).fit(X, Y)
+    used = search.cv_results_["mean_test_score"]
+    assert np.all(used >= 1) and np.all(used <= share), used
+
+
+@pytest.mark.parametrize("make", [lambda: KernelLogisticRegression(), lambda: NSSVC(kernel="rbf", s=20)])
+def test_other_estimators_resolve_none_the_same_way(make, monkeypatch):
+    """Every estimator's n_jobs=None goes through the same resolution (patched here to 1: the fit
+    must ask it, not os.cpu_count())."""
+    import sparsekernel._base as base
+
+    calls = []
+    real = base.available_threads
+
+    def counted():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(base, "available_threads", counted)
+    make().fit(X, Y)
+    assert calls
