@@ -170,6 +170,28 @@ def load_ringnorm() -> Split | None:
     return X[train], y[train], X[test], y[test]
 
 
+def load_nonlinear(n_train: int = 100_000, n_test: int = 20_000, n_features: int = 10,
+                   seed: int = 0) -> Split:
+    """Synthetic nonlinear problem, generated (needs no files, never ``None``).
+
+    ``n_train + n_test`` rows of ``n_features`` standard normal features and a
+    standard normal noise term, all from one ``RandomState(seed)``; the label is
+    ``sign(x0 * x1 + sin(2 * x2) + 0.5 * x3**2 - 0.5 + 0.3 * noise)`` in {-1, +1}
+    (the other features carry no signal).  The first ``n_train`` rows are the
+    training split, the rest the test split; dense ``float64``.
+    """
+    if n_features < 4:
+        raise ValueError(f"the label uses features 0-3: n_features must be >= 4, got {n_features}")
+    rng = np.random.RandomState(seed)
+    n = n_train + n_test
+    X = rng.standard_normal((n, n_features))
+    noise = rng.standard_normal(n)
+    f = X[:, 0] * X[:, 1] + np.sin(2.0 * X[:, 2]) + 0.5 * X[:, 3] ** 2 - 0.5 + 0.3 * noise
+    y = np.where(f > 0, 1.0, -1.0)
+    return (np.ascontiguousarray(X[:n_train]), y[:n_train],
+            np.ascontiguousarray(X[n_train:]), y[n_train:])
+
+
 def _first_line_indices(path: Path) -> np.ndarray:
     """0-based row indices on the first line (realisation 1) of a split file."""
     with open(path) as f:
@@ -183,6 +205,7 @@ LOADERS: dict[str, Callable[[], Split | None]] = {
     "usps": load_usps,
     "skin": load_skin,
     "ringnorm": load_ringnorm,
+    "nonlinear": load_nonlinear,
 }
 
 ALL = list(LOADERS)

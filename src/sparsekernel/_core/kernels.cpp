@@ -305,78 +305,63 @@ SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* i
     for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
 }
 
-// Dense B: a register tile of kRows rows of the block (one vector, the densified block padded to a
-// multiple of kRows rows) by kCols points of B, so that each load of the block serves kCols points
-// and each value of a point serves kRows rows (the column kernel above re-reads the block for every
-// point: it is bound by those loads, about a third of the machine's multiply-add rate at d = 123).
-// Every entry is still s = 0; s += term(a_k, b_k) for k = 0..d-1 in order with no contraction: the
-// same value, bit for bit, as the column kernel and whatever tile the pair falls in.
-constexpr int64_t kRows = 8;  // two vectors of four doubles (one AVX register each)
+// Dense B: register tiles of kTileRows rows of the block by kTilePoints points of B. A tile of
+// kCols points of B is first packed k-major (bp[k * kCols + t]: the points' k-th features side by
+// side, zero-padded to whole vectors), the block's rows sit in panels of kTileRows rows, k-major
+// (ap[k * kTileRows + r]); per feature k the tile loads kTilePoints / 4 vectors of points and
+// broadcasts kTileRows values of rows, so each load serves several products (the column kernel
+// above re-reads the block for every point and is bound by those loads). The result is row-major
+// (a row's points contiguous), as the rows of Q are stored. Every entry is still s = 0;
+// s += term(a_k, b_k) for k = 0..d-1 in order with no contraction: the same value, bit for bit, as
+// the column kernel, whatever tile the pair falls in.
 typedef double Vec4 __attribute__((vector_size(4 * sizeof(double))));
 typedef int64_t Mask4 __attribute__((vector_size(4 * sizeof(int64_t))));
+constexpr int64_t kTileRows = 6, kTilePoints = 8;
 
 template <int kMeasure>
-[[gnu::always_inline]] inline Vec4 vec_term(Vec4 a, Vec4 v) {
+[[gnu::always_inline]] inline Vec4 vec_term(Vec4 a, Vec4 b) {
     if constexpr (kMeasure == 0) {
-        return a * v;
+        return a * b;
     } else {
         const Mask4 no_sign = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
-        return reinterpret_cast<Vec4>(reinterpret_cast<Mask4>(a - v) & no_sign);
+        return reinterpret_cast<Vec4>(reinterpret_cast<Mask4>(a - b) & no_sign);
     }
 }
 
-template <int64_t kCols, int kMeasure>  // 0 dot, 2 l1
-[[gnu::always_inline]] inline void dense_tile(const double* __restrict panel, int64_t ld, const double* const* b,
-                                              int64_t stride, int64_t d, double* __restrict out, int64_t ldo) {
-    Vec4 lo[kCols], hi[kCols];
-    for (int64_t c = 0; c < kCols; ++c) lo[c] = hi[c] = Vec4{0.0, 0.0, 0.0, 0.0};
-    const double* bp[kCols];
-    for (int64_t c = 0; c < kCols; ++c) bp[c] = b[c];
+// out[r * ldo + c] = measure(a_r, b_c) for r < kTileRows, c < kTilePoints
+template <int kMeasure>
+[[gnu::always_inline]] inline void dense_tile(const double* __restrict ap, const double* __restrict bp, int64_t ldb,
+                                              int64_t d, double* __restrict out, int64_t ldo) {
+    Vec4 lo[kTileRows], hi[kTileRows];
+    for (int64_t r = 0; r < kTileRows; ++r) lo[r] = hi[r] = Vec4{0.0, 0.0, 0.0, 0.0};
 #pragma GCC unroll 1
     for (int64_t k = 0; k < d; ++k) {
-        Vec4 a0, a1;
-        std::memcpy(&a0, panel + k * ld, sizeof a0);
-        std::memcpy(&a1, panel + k * ld + 4, sizeof a1);
+        Vec4 b0, b1;
+        std::memcpy(&b0, bp + k * ldb, sizeof b0);
+        std::memcpy(&b1, bp + k * ldb + 4, sizeof b1);
 #pragma GCC unroll 8
-        for (int64_t c = 0; c < kCols; ++c) {
-            const double x = bp[c][k * stride];
-            const Vec4 v = {x, x, x, x};
-            lo[c] += vec_term<kMeasure>(a0, v);
-            hi[c] += vec_term<kMeasure>(a1, v);
+        for (int64_t r = 0; r < kTileRows; ++r) {
+            const double x = ap[k * kTileRows + r];
+            const Vec4 a = {x, x, x, x};
+            lo[r] += vec_term<kMeasure>(a, b0);
+            hi[r] += vec_term<kMeasure>(a, b1);
         }
     }
-    for (int64_t c = 0; c < kCols; ++c) {
-        std::memcpy(out + c * ldo, &lo[c], sizeof lo[c]);
-        std::memcpy(out + c * ldo + 4, &hi[c], sizeof hi[c]);
+    for (int64_t r = 0; r < kTileRows; ++r) {
+        std::memcpy(out + r * ldo, &lo[r], sizeof lo[r]);
+        std::memcpy(out + r * ldo + 4, &hi[r], sizeof hi[r]);
     }
 }
 
-// out[(t - t0) * ldo + r] = measure(a_r, b_{cols[t]}) for the rows r < ld of the padded block (ld a
-// multiple of kRows, stored as contiguous panels of kRows rows) and the points t0 <= t < t1: each
-// panel against every point
+// out[r * ldo + c] = measure(a_r, b_c) for the rows r < rows_padded of the packed block ap (panels
+// of kTileRows rows) and the packed points c < cols_padded of bp (ldb = cols_padded, a multiple of
+// kTilePoints)
 template <int kMeasure>
-SK_MULTIVERSION void dense_block_tiles(const double* blk, int64_t ld, const Matrix& B, const int32_t* cols,
-                                       int64_t t0, int64_t t1, double* out, int64_t ldo) {
-    constexpr int64_t kPoints = 6;
-    const int64_t d = B.d;
-    const int64_t stride = B.feature_major ? B.n : 1;
-    auto point = [&](int64_t t) {
-        const int64_t j = cols ? cols[t] : t;
-        return B.feature_major ? B.dense + j : B.dense + j * d;
-    };
-    for (int64_t r0 = 0; r0 < ld; r0 += kRows) {
-        const double* panel = blk + r0 * d;
-        int64_t t = t0;
-        for (; t + kPoints <= t1; t += kPoints) {
-            const double* b[kPoints];
-            for (int64_t c = 0; c < kPoints; ++c) b[c] = point(t + c);
-            dense_tile<kPoints, kMeasure>(panel, kRows, b, stride, d, out + (t - t0) * ldo + r0, ldo);
-        }
-        for (; t < t1; ++t) {
-            const double* b[1] = {point(t)};
-            dense_tile<1, kMeasure>(panel, kRows, b, stride, d, out + (t - t0) * ldo + r0, ldo);
-        }
-    }
+SK_MULTIVERSION void dense_block_tiles(const double* ap, int64_t rows_padded, const double* bp, int64_t cols_padded,
+                                       int64_t d, double* out, int64_t ldo) {
+    for (int64_t r0 = 0; r0 < rows_padded; r0 += kTileRows)
+        for (int64_t c0 = 0; c0 < cols_padded; c0 += kTilePoints)
+            dense_tile<kMeasure>(ap + r0 * d, bp + c0, cols_padded, d, out + r0 * ldo + c0, ldo);
 }
 #pragma GCC pop_options
 
@@ -390,36 +375,56 @@ SK_MULTIVERSION void l1_correction(double* __restrict acc, const double* __restr
     for (int64_t r = 0; r < q; ++r) acc[r] = std::max(0.0, acc[r] + anorm[r] + bn);
 }
 
-// out[cc] += sum_{r < q} w[r] tile[cc * ld + r] for cc < nw
-SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t ld, int64_t nw,
+// out[cc] += sum_{r < q} w[r] tile[r * rs + cc * cs] for cc < nw, the sum over r in order (the
+// same order for either layout)
+SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t rs, int64_t cs, int64_t nw,
                                       const double* __restrict w, double* __restrict out) {
+    if (cs == 1) {  // row-major: each row adds to all nw sums at once (vectorised over cc)
+        double s[64];
+        for (int64_t c0 = 0; c0 < nw; c0 += 64) {
+            const int64_t n = std::min<int64_t>(64, nw - c0);
+            for (int64_t cc = 0; cc < n; ++cc) s[cc] = 0.0;
+            for (int64_t r = 0; r < q; ++r) {
+                const double wr = w[r];
+                const double* row = tile + r * rs + c0;
+                for (int64_t cc = 0; cc < n; ++cc) s[cc] += wr * row[cc];
+            }
+            for (int64_t cc = 0; cc < n; ++cc) out[c0 + cc] += s[cc];
+        }
+        return;
+    }
     for (int64_t cc = 0; cc < nw; ++cc) {
-        const double* col = tile + cc * ld;
+        const double* col = tile + cc * cs;
         double s = 0;
-        for (int64_t r = 0; r < q; ++r) s += w[r] * col[r];
+        for (int64_t r = 0; r < q; ++r) s += w[r] * col[r * rs];
         out[cc] += s;
     }
 }
 
 }  // namespace
 
-// The q rows of A (densified, transposed, padded with zero rows to ld, a multiple of kRows) against
-// the columns [0, m) of B (cols: optional index map), in tiles of kCols columns spread over the
-// threads: consume(t0, w, tile, ld) receives the kernel values of columns t0 .. t0 + w as
-// tile[cc * ld + r] = K(a_{rows[r]}, b_{cols[t0 + cc]}) for r < q (rows q .. ld are padding).
+// A tile of kernel values: entry (r, cc) at v[r * row_step + cc * col_step], r < q rows of the block,
+// cc < w points. Dense B gives row-major tiles (points contiguous), sparse B column-major ones.
+struct Tile {
+    double* v;
+    int64_t row_step, col_step;
+};
+
+// The q rows of A (densified) against the columns [0, m) of B (cols: optional index map), in tiles of
+// kCols columns spread over the threads: consume(t0, w, tile) receives the kernel values of columns
+// t0 .. t0 + w. Entries outside r < q, cc < w are padding.
 template <class Consume>
 void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, int nthreads,
                              Consume consume) const {
     const int64_t d = A_.d;
-    const int64_t ld = (q + kRows - 1) / kRows * kRows;
+    constexpr int64_t kCols = 32;  // a multiple of kTilePoints
+    // dense B: rows in panels of kTileRows, each k-major; sparse B: transposed (k * ld + r)
+    const bool dense = !B_.sparse;
+    const int64_t ld = dense ? (q + kTileRows - 1) / kTileRows * kTileRows : q;
     const AlignedDoubles blk_store = aligned_zeros(d * ld);
     double* const blk = blk_store.get();
-    // entry (r, k) of the block: for dense B in panels of kRows rows, each panel k-major and
-    // contiguous (dense_block_tiles streams one panel from L1; with the transposed layout its rows
-    // would sit ld doubles apart and fall into a few cache sets); for sparse B transposed (k * ld + r)
-    const bool panels = !B_.sparse;
     auto at = [&](int64_t r, int64_t k) -> double& {
-        return panels ? blk[(r / kRows) * kRows * d + k * kRows + r % kRows] : blk[k * ld + r];
+        return dense ? blk[(r / kTileRows) * kTileRows * d + k * kTileRows + r % kTileRows] : blk[k * ld + r];
     };
     std::vector<double> anorm(ld, 0.0);
     for (int64_t r = 0; r < q; ++r) {
@@ -433,20 +438,34 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
         anorm[r] = measure_ == Measure::l1 ? A_.l1norm[i] : A_.sqnorm[i];
     }
     const double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
-    constexpr int64_t kCols = 32;
     const int64_t n_tiles = (m + kCols - 1) / kCols;
     const int64_t n_chunks = chunks_for(n_tiles, double(kCols) * q * (cost + 8.0), nthreads);
     for_chunks(n_chunks, nthreads, [&](int64_t c) {
-        thread_local std::vector<double> tile;  // no allocation per chunk
+        thread_local std::vector<double> tile, packed, bnorm;  // no allocation per chunk
         tile.resize(kCols * ld);
         for (int64_t tt = n_tiles * c / n_chunks; tt < n_tiles * (c + 1) / n_chunks; ++tt) {
-            const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols);
-            if (!B_.sparse) {
-                if (measure_ == Measure::l1) dense_block_tiles<2>(blk, ld, B_, cols, t0, t1, tile.data(), ld);
-                else dense_block_tiles<0>(blk, ld, B_, cols, t0, t1, tile.data(), ld);
+            const int64_t t0 = tt * kCols, t1 = std::min(m, t0 + kCols), w = t1 - t0;
+            if (dense) {
+                // the tile's points packed k-major, zero-padded to whole register tiles
+                const int64_t wp = (w + kTilePoints - 1) / kTilePoints * kTilePoints;
+                packed.assign(d * wp, 0.0);
+                bnorm.assign(wp, 0.0);
+                for (int64_t cc = 0; cc < w; ++cc) {
+                    const int64_t j = cols ? cols[t0 + cc] : t0 + cc;
+                    if (B_.feature_major) {
+                        for (int64_t k = 0; k < d; ++k) packed[k * wp + cc] = B_.dense[k * B_.n + j];
+                    } else {
+                        const double* b = B_.dense + j * d;
+                        for (int64_t k = 0; k < d; ++k) packed[k * wp + cc] = b[k];
+                    }
+                    bnorm[cc] = measure_ == Measure::l1 ? B_.l1norm[j] : B_.sqnorm[j];
+                }
+                if (measure_ == Measure::l1) dense_block_tiles<2>(blk, ld, packed.data(), wp, d, tile.data(), wp);
+                else dense_block_tiles<0>(blk, ld, packed.data(), wp, d, tile.data(), wp);
                 if (measure_ == Measure::sqdist)
-                    for (int64_t t = t0; t < t1; ++t)
-                        dots_to_sqdist(tile.data() + (t - t0) * ld, anorm.data(), B_.sqnorm[cols ? cols[t] : t], ld);
+                    for (int64_t r = 0; r < q; ++r) dots_to_sqdist(tile.data() + r * wp, bnorm.data(), anorm[r], w);
+                for (int64_t r = 0; r < q; ++r) transform(tile.data() + r * wp, w);
+                consume(t0, w, Tile{tile.data(), wp, 1});
             } else {
                 for (int64_t t = t0; t < t1; ++t) {
                     const int64_t j = cols ? cols[t] : t;
@@ -462,9 +481,9 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
                         if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], ld);
                     }
                 }
+                transform(tile.data(), w * ld);
+                consume(t0, w, Tile{tile.data(), 1, ld});
             }
-            transform(tile.data(), (t1 - t0) * ld);
-            consume(t0, t1 - t0, tile.data(), ld);
         }
     });
 }
@@ -492,10 +511,15 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
         return;
     }
     // each output row receives a contiguous run of the tile
-    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t w, const double* tile, int64_t ld) {
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t w, Tile tile) {
         for (int64_t r = 0; r < q; ++r) {
             T* o = out[r] + t0;
-            for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(tile[cc * ld + r]);
+            const double* v = tile.v + r * tile.row_step;
+            if (tile.col_step == 1) {
+                for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(v[cc]);
+            } else {
+                for (int64_t cc = 0; cc < w; ++cc) o[cc] = static_cast<T>(v[cc * tile.col_step]);
+            }
         }
     });
 }
@@ -517,8 +541,8 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
         return;
     }
     // the tile is consumed where it was computed: nothing of size q x m is ever written
-    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, const double* tile, int64_t ld) {
-        weighted_columns(tile, q, ld, nw, w, out + t0);
+    for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, Tile tile) {
+        weighted_columns(tile.v, q, tile.row_step, tile.col_step, nw, w, out + t0);
     });
 }
 

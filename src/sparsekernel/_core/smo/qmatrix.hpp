@@ -99,7 +99,11 @@ public:
         kernel_->block<float>(miss_orig.data(), int64_t(miss_orig.size()), cols(), len, miss_out.data(),
                               nthreads_);
         kernel_evals += int64_t(miss_orig.size()) * len;
-        for (size_t r = 0; r < miss_pos.size(); ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
+        const int64_t nm = int64_t(miss_pos.size());
+        for_chunks(chunks_for(nm, double(len), nthreads_), nthreads_, [&](int64_t c) {
+            const int64_t nc = chunks_for(nm, double(len), nthreads_);
+            for (int64_t r = nm * c / nc; r < nm * (c + 1) / nc; ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
+        });
     }
 
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product

@@ -276,14 +276,26 @@ private:
         std::swap(active_set_[i], active_set_[j]);
     }
 
-    // m = max_{I_up} F, M = min_{I_low} F over the active set
+    // m = max_{I_up} F, M = min_{I_low} F over the active set (chunks in parallel; max and min are
+    // exact, so the result does not depend on the threads)
     void violation_extremes(double& m, double& M) const {
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 2.0, opt_.nthreads);
+        std::vector<std::pair<double, double>> part(nc);
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            double mc = -std::numeric_limits<double>::infinity(), Mc = std::numeric_limits<double>::infinity();
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                const double f = F(t);
+                if (in_up(t)) mc = std::max(mc, f);
+                if (in_low(t)) Mc = std::min(Mc, f);
+            }
+            part[c] = {mc, Mc};
+        });
         m = -std::numeric_limits<double>::infinity();
         M = std::numeric_limits<double>::infinity();
-        for (int64_t t = 0; t < active_size_; ++t) {
-            const double f = F(t);
-            if (in_up(t)) m = std::max(m, f);
-            if (in_low(t)) M = std::min(M, f);
+        for (const auto& [mc, Mc] : part) {
+            m = std::max(m, mc);
+            M = std::min(M, Mc);
         }
     }
 
@@ -713,19 +725,37 @@ private:
 
     // q/2 most violating variables from each side: the top of I_up by F and the bottom of I_low by
     // F, taken alternately (a free variable is in both lists and is taken once).
+    // The candidates are ranked by (key, position), a total order: each chunk keeps its own q best
+    // (in parallel), then the union's q best are taken, the same set whatever the chunks.
     void select_working_block(int64_t q, std::vector<int64_t>& B, std::vector<char>& taken) {
-        std::vector<std::pair<double, int64_t>> up, low;
-        for (int64_t t = 0; t < active_size_; ++t) {
-            if (in_up(t)) up.emplace_back(-F(t), t);
-            if (in_low(t)) low.emplace_back(F(t), t);
-        }
-        auto top = [q](std::vector<std::pair<double, int64_t>>& v) {
+        using Candidate = std::pair<double, int64_t>;
+        auto keep_best = [q](std::vector<Candidate>& v) {
             const size_t k = std::min<size_t>(v.size(), size_t(q));
-            std::partial_sort(v.begin(), v.begin() + k, v.end());
+            if (k < v.size()) std::nth_element(v.begin(), v.begin() + k, v.end());
             v.resize(k);
         };
-        top(up);
-        top(low);
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 8.0, opt_.nthreads);
+        std::vector<std::vector<Candidate>> ups(nc), lows(nc);
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            auto& uc = ups[c];
+            auto& lc = lows[c];
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                if (in_up(t)) uc.emplace_back(-F(t), t);
+                if (in_low(t)) lc.emplace_back(F(t), t);
+            }
+            keep_best(uc);
+            keep_best(lc);
+        });
+        std::vector<Candidate> up, low;
+        for (int64_t c = 0; c < nc; ++c) {
+            up.insert(up.end(), ups[c].begin(), ups[c].end());
+            low.insert(low.end(), lows[c].begin(), lows[c].end());
+        }
+        keep_best(up);
+        keep_best(low);
+        std::sort(up.begin(), up.end());
+        std::sort(low.begin(), low.end());
         // q/2 fresh violators, then the previous block's variables (newest first: ThunderSVM's
         // FIFO working set, which keeps a block from oscillating), then more violators
         const std::vector<int64_t> prev = B;
