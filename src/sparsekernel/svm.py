@@ -47,8 +47,14 @@ PROBLEM_CLASSIFICATION, PROBLEM_REGRESSION = 0, 1  # one or two dual variables p
 # one-vs-one prediction through one (n_pairs, n_SV) coefficient matrix up to this many entries (128 MB)
 _OVO_COEF_ENTRIES = 1 << 24
 
-# The route 'auto' takes; decided by benchmarks/bench_svc.py (see benchmarks/results/svc.md).
+# The route 'auto' takes (benchmarks/bench_scaling.py, results/scaling.md): the two-level route on
+# dense inputs of at least _BLOCK_MIN_FEATURES features and _BLOCK_MIN_ROWS rows, whose kernel rows it
+# computes a block at a time with register-tiled products (a row at a time, each would stream all of
+# X); the pair route elsewhere: on sparse or narrow inputs a kernel row is cheap (CSC passes,
+# feature-major rows) and the pair route computes fewer of them.
 _AUTO_ROUTE = "smo2"
+_BLOCK_MIN_FEATURES = 32
+_BLOCK_MIN_ROWS = 2000
 
 
 def _pairs(n_classes):
@@ -134,8 +140,15 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
                           parallel=threads > 1 and n_problems >= threads,
                           deadline=getattr(store, "deadline", None))
 
-    def _route(self):
-        return _AUTO_ROUTE if self.solver == "auto" else self.solver
+    def _route(self, X=None):
+        """The engine route of a fit on X ('auto' resolved as above)."""
+        if self.solver != "auto":
+            return self.solver
+        if (X is not None and "batched" in self._solvers and not sp.issparse(X)
+                and self._kernel_name() != "precomputed" and X.ndim == 2
+                and X.shape[1] >= _BLOCK_MIN_FEATURES and X.shape[0] >= _BLOCK_MIN_ROWS):
+            return "batched"
+        return _AUTO_ROUTE
 
     def _kernel_name(self):
         """The kernel the engine runs: a callable kernel's Gram matrix is a precomputed kernel."""
@@ -211,7 +224,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         workers = threads if len(problems) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
         cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
-        route = self._route()
+        route = self._route(X)
+        self.solver_ = route
         kernel = self._kernel_name()
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
         # a fold of a PathSearchCV reads its kernel rows from the search's shared rows
@@ -346,12 +360,15 @@ class SVC(ClassifierMixin, _BaseSMO):
         of ``working_set_size`` variables whose kernel rows are computed as one block, sub-problem
         solved by the same pair SMO); 'csmo': Conjugate SMO (Torres-Barran, Alaiz & Dorronsoro):
         the smo2 pair, moved along a direction conjugate to the previous one, which saves
-        iterations (and kernel rows) at large C. 'auto' takes the route the benchmark found fastest.
+        iterations (and kernel rows) at large C. 'auto' takes the route the benchmarks found
+        fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
+        register-tiled blocks), 'smo2' otherwise; ``solver_`` says which.
         Shrinking works with 'csmo': the conjugate direction restarts from the plain pair whenever
         the active set changes, so between two changes the iteration is the paper's Algorithm 2 on
         the active variables.
     working_set_size : int or None, default=None
-        Block size q of the batched route (None: chosen from N and the cache).
+        Block size q of the batched route (None: 256 per 4 threads, at most a quarter of the rows
+        the cache holds).
     warm_start : bool, default=False
         Start the next fit on the same data from this fit's dual solution: kept as is when C grows,
         scaled by C_new / C_old when C shrinks (which keeps it feasible), with the gradient updated
@@ -389,7 +406,9 @@ class SVC(ClassifierMixin, _BaseSMO):
     fit_time_ : float
         Wall-clock seconds spent in fit.
     solver_stats_ : list of dict
-        Per binary problem: iterations, blocks, cache hits/misses, peak cache bytes, ...
+        Per binary problem: iterations, blocks, cache hits/misses, peak cache bytes, threads, ...
+    solver_ : str
+        The engine route the fit took ('auto' resolved).
     """
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
