@@ -448,8 +448,10 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
             if (dense) {
                 // the tile's points packed k-major, zero-padded to whole register tiles
                 const int64_t wp = (w + kTilePoints - 1) / kTilePoints * kTilePoints;
-                packed.assign(d * wp, 0.0);
+                packed.resize(d * wp);
                 bnorm.assign(wp, 0.0);
+                for (int64_t k = 0; k < d; ++k)  // the padding points: zeros
+                    for (int64_t cc = w; cc < wp; ++cc) packed[k * wp + cc] = 0.0;
                 for (int64_t cc = 0; cc < w; ++cc) {
                     const int64_t j = cols ? cols[t0 + cc] : t0 + cc;
                     if (B_.feature_major) {

@@ -75,35 +75,31 @@ public:
         return row;
     }
 
-    // Rows for the active positions idx[0..q) over [0, len), as one block for the missing rows.
-    // The pointers stay valid until the next call (the cache holds >= q rows; see solver).
+    // Rows for the active positions idx[0..q) over [0, len), as kernel blocks for the missing parts:
+    // rows not cached at all in one block over [0, len), rows cached over a shorter head (computed
+    // while the active set was smaller) in one block over [shortest head, len) (a value is a function
+    // of its pair, so recomputing part of a head rewrites the same value). The pointers stay valid
+    // until the next call (the cache holds >= q rows; see solver).
     void get_Q_block(const int64_t* idx, int64_t q, int64_t len, const float** rows) {
-        std::vector<int32_t> miss_orig;
-        std::vector<int64_t> miss_pos;
-        std::vector<float*> miss_out;
+        Misses fresh, tails;
+        int64_t tail_begin = len;
         for (int64_t r = 0; r < q; ++r) {
             int64_t valid = 0;
             float* row = cache_.get(idx[r], len, &valid);
             rows[r] = row;
-            if (valid < len) {
-                miss_orig.push_back(perm_[idx[r]]);
-                miss_pos.push_back(idx[r]);
-                miss_out.push_back(row);
-            }
+            if (valid >= len) continue;
+            Misses& m = valid > 0 && !shared_ ? tails : fresh;
+            m.orig.push_back(perm_[idx[r]]);
+            m.pos.push_back(idx[r]);
+            m.out.push_back(row);
+            if (&m == &tails) tail_begin = std::min(tail_begin, valid);
         }
-        if (miss_orig.empty()) return;
         if (shared_) {
-            for (size_t r = 0; r < miss_pos.size(); ++r) fill_row(miss_pos[r], 0, len, miss_out[r]);
+            for (size_t r = 0; r < fresh.pos.size(); ++r) fill_row(fresh.pos[r], 0, len, fresh.out[r]);
             return;
         }
-        kernel_->block<float>(miss_orig.data(), int64_t(miss_orig.size()), cols(), len, miss_out.data(),
-                              nthreads_);
-        kernel_evals += int64_t(miss_orig.size()) * len;
-        const int64_t nm = int64_t(miss_pos.size());
-        for_chunks(chunks_for(nm, double(len), nthreads_), nthreads_, [&](int64_t c) {
-            const int64_t nc = chunks_for(nm, double(len), nthreads_);
-            for (int64_t r = nm * c / nc; r < nm * (c + 1) / nc; ++r) apply_labels(miss_pos[r], 0, len, miss_out[r]);
-        });
+        compute_block(fresh, 0, len);
+        compute_block(tails, tail_begin, len);
     }
 
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
@@ -198,6 +194,31 @@ private:
             });
         }
     }
+    struct Misses {  // rows of a block to compute: original index, active position, storage
+        std::vector<int32_t> orig;
+        std::vector<int64_t> pos;
+        std::vector<float*> out;
+    };
+
+    // the rows m over the active positions [begin, len), with the label signs
+    void compute_block(Misses& m, int64_t begin, int64_t len) {
+        const int64_t nm = int64_t(m.pos.size()), w = len - begin;
+        if (nm == 0 || w <= 0) return;
+        std::vector<int32_t> span;  // the columns [begin, len) of the working copy (or of X, precomputed)
+        const int32_t* c = cols();
+        if (begin > 0 || c) {
+            span.resize(w);
+            for (int64_t t = 0; t < w; ++t) span[t] = c ? c[begin + t] : int32_t(begin + t);
+        }
+        for (auto& o : m.out) o += begin;
+        kernel_->block<float>(m.orig.data(), nm, span.empty() ? nullptr : span.data(), w, m.out.data(), nthreads_);
+        kernel_evals += nm * w;
+        const int64_t nc = chunks_for(nm, double(w), nthreads_);
+        for_chunks(nc, nthreads_, [&](int64_t ch) {
+            for (int64_t r = nm * ch / nc; r < nm * (ch + 1) / nc; ++r) apply_labels(m.pos[r], begin, len, m.out[r]);
+        });
+    }
+
     void apply_labels(int64_t i, int64_t begin, int64_t end, float* out) {
         const float yi = float(y_[i]);
         for (int64_t t = begin; t < end; ++t) out[t - begin] *= yi * float(y_[t]);

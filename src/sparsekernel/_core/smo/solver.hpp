@@ -843,7 +843,7 @@ private:
                 if (in_low(B[r])) local_M = std::min(local_M, F(B[r]));
             }
             SolverOptions sub;
-            sub.tol = std::max(opt_.tol, 0.1 * (local_m - local_M));  // ThunderSVM's local stopping rule
+            sub.tol = std::max(opt_.tol, (getenv("SK_INNER") ? atof(getenv("SK_INNER")) : 0.1) * (local_m - local_M));  // ThunderSVM's local stopping rule
             sub.max_iter = 100 * qb;
             sub.shrinking = false;
             sub.second_order = opt_.second_order;
@@ -868,10 +868,59 @@ private:
                     diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
                 }
                 update_status(t);
-                update_gbar(t, a_old, was_bounded);
+                if (keep_gbar()) {
+                    const double d = (is_bounded(t) ? a_[t] : 0.0) - (was_bounded ? a_old : 0.0);
+                    if (d != 0.0) gbar_changes_.emplace_back(t, d);
+                }
             }
+            update_gbar_block();
         }
         if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
+    }
+
+    // G_bar += sum d_t Q_t over all l positions for the block's variables that reached or left a
+    // bound (gbar_changes_): their full rows fetched as one kernel block (only the tails beyond the
+    // active set are new: KernelQ::get_Q_block), then one parallel pass over the positions.
+    void update_gbar_block() {
+        if (gbar_changes_.empty()) return;
+        const int64_t cap = std::max<int64_t>(1, QM::kKernelRows ? Q_.capacity_rows(l_) : 1);
+        std::vector<int64_t> idx;
+        std::vector<const float*> rows;
+        for (size_t g0 = 0; g0 < gbar_changes_.size(); g0 += size_t(cap)) {
+            const int64_t n = std::min<int64_t>(cap, int64_t(gbar_changes_.size() - g0));
+            if constexpr (QM::kKernelRows) {
+                if (cap < 2) {  // no room for a block: one row at a time
+                    for (int64_t r = 0; r < n; ++r) {
+                        const float* row = Q_.get_Q(gbar_changes_[g0 + r].first, l_);
+                        add_to_gbar(&row, &gbar_changes_[g0 + r].second, 1);
+                    }
+                    continue;
+                }
+                idx.resize(n);
+                rows.resize(n);
+                std::vector<double> d(n);
+                for (int64_t r = 0; r < n; ++r) {
+                    idx[r] = gbar_changes_[g0 + r].first;
+                    d[r] = gbar_changes_[g0 + r].second;
+                }
+                Q_.get_Q_block(idx.data(), n, l_, rows.data());
+                add_to_gbar(rows.data(), d.data(), n);
+            }
+        }
+        gbar_changes_.clear();
+    }
+
+    // G_bar_k += sum_r d[r] rows[r][k] for every position k (rows in order: thread-independent sums)
+    void add_to_gbar(const float* const* rows, const double* d, int64_t n) {
+        const int64_t nc = chunks_for(l_, 2.0 * double(n), opt_.nthreads);
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            const int64_t lo = l_ * c / nc, hi = l_ * (c + 1) / nc;
+            for (int64_t r = 0; r < n; ++r) {
+                const float* Qr = rows[r];
+                const double dr = d[r];
+                for (int64_t k = lo; k < hi; ++k) Gbar_[k] += dr * Qr[k];
+            }
+        });
     }
 
     void update_gradient_block(const float* const* rows, int64_t qb, const double* a_new, const double* a_old) {
@@ -988,6 +1037,7 @@ private:
     };
     std::vector<StatusChange> status_changes_;  // scratch of a conjugate step
     int64_t res_fallbacks_ = 0;
+    std::vector<std::pair<int64_t, double>> gbar_changes_;  // batched route: (position, change of G_bar's coefficient)
     double m_up_ = 0;
     int64_t i_up_ = -1;
 };
