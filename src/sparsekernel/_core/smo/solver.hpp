@@ -843,7 +843,7 @@ private:
                 if (in_low(B[r])) local_M = std::min(local_M, F(B[r]));
             }
             SolverOptions sub;
-            sub.tol = std::max(opt_.tol, (getenv("SK_INNER") ? atof(getenv("SK_INNER")) : 0.1) * (local_m - local_M));  // ThunderSVM's local stopping rule
+            sub.tol = std::max(opt_.tol, 0.1 * (local_m - local_M));  // ThunderSVM's local stopping rule
             sub.max_iter = 100 * qb;
             sub.shrinking = false;
             sub.second_order = opt_.second_order;
