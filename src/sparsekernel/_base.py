@@ -138,6 +138,22 @@ def core_array(a, dtype=None):
     return np.require(a, dtype=dtype, requirements=["C", "A"])
 
 
+# dense X with at most this fraction of nonzeros is handed to the SMO engine as CSR: a kernel row
+# then costs its nonzeros instead of n_features (a9a as a dense array: 11 % nonzeros, the CSR fit
+# 1.9x faster than the dense one; w8a: 4 %, 4.7x; benchmarks/results/scaling.md)
+_SPARSE_ENGINE_DENSITY = 0.15
+
+
+def engine_storage(X):
+    """X as the SMO engine should read it: a dense X that is mostly zeros as a CSR copy, anything
+    else as given (the kernel values are the same function of the pair; only the work differs)."""
+    if sp.issparse(X) or X.ndim != 2 or X.size == 0:
+        return X
+    if np.count_nonzero(X) <= _SPARSE_ENGINE_DENSITY * X.size:
+        return sp.csr_matrix(X)
+    return X
+
+
 def core_matrix(X):
     """View of dense or CSR X for the C++ core (float64, C order, int32 column indices).
 

@@ -31,6 +31,7 @@ from ._base import (
     check_kernel_params,
     check_positive,
     core_matrix,
+    engine_storage,
     n_threads,
     per_sample_bounds,
     check_kernel_range,
@@ -224,9 +225,11 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         workers = threads if len(problems) >= threads else 1
         inner_threads = 1 if workers > 1 else threads
         cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
+        kernel = self._kernel_name()
+        if kernel != "precomputed":
+            X = engine_storage(X)  # a dense X of mostly zeros: the engine reads a CSR copy
         route = self._route(X)
         self.solver_ = route
-        kernel = self._kernel_name()
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
         # a fold of a PathSearchCV reads its kernel rows from the search's shared rows
         source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
@@ -362,7 +365,9 @@ class SVC(ClassifierMixin, _BaseSMO):
         the smo2 pair, moved along a direction conjugate to the previous one, which saves
         iterations (and kernel rows) at large C. 'auto' takes the route the benchmarks found
         fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
-        register-tiled blocks), 'smo2' otherwise; ``solver_`` says which.
+        register-tiled blocks), 'smo2' otherwise; ``solver_`` says which. A dense X with at most
+        15 % nonzeros is read by the engine as a CSR copy (so 'auto' runs 'smo2' on it): a kernel
+        row then costs its nonzeros.
         Shrinking works with 'csmo': the conjugate direction restarts from the plain pair whenever
         the active set changes, so between two changes the iteration is the paper's Algorithm 2 on
         the active variables.
