@@ -206,13 +206,22 @@ void Kernel::measures(const double* arow, int64_t i, const int32_t* cols, int64_
     }
 }
 
-void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out,
-                 int nthreads) const {
+void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out, int nthreads,
+                 const double* signs, double sign_i) const {
     const int64_t m = end - begin;
     if (m <= 0) return;
+    // v (kernel values of [c0, c1)) to out, with the signs when given
+    auto store = [&](const double* v, int64_t c0, int64_t c1) {
+        if (signs) {
+            for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(v[t - c0] * (sign_i * signs[t]));
+        } else {
+            for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(v[t - c0]);
+        }
+    };
     if (p_.type == KernelType::precomputed) {
         const double* arow = A_.dense + i * A_.d;
-        for (int64_t t = begin; t < end; ++t) out[t - begin] = static_cast<float>(arow[cols ? cols[t] : t]);
+        for (int64_t t = begin; t < end; ++t)
+            out[t - begin] = static_cast<float>(arow[cols ? cols[t] : t] * (signs ? sign_i * signs[t] : 1.0));
         return;
     }
     double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
@@ -236,7 +245,7 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
                 else if (mm == 1) csc_measures<1>(xi, xv, xnnz, anorm, B_, c0, c1, buf.data());
                 else csc_measures<2>(xi, xv, xnnz, anorm, B_, c0, c1, buf.data());
                 transform(buf.data(), c1 - c0);
-                for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
+                store(buf.data(), c0, c1);
             }
         });
         return;
@@ -252,7 +261,7 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
             const int64_t c1 = std::min(hi, c0 + kPiece);
             measures(arow, i, cols, c0, c1, buf);
             transform(buf, c1 - c0);
-            for (int64_t t = c0; t < c1; ++t) out[t - begin] = static_cast<float>(buf[t - c0]);
+            store(buf, c0, c1);
         }
     });
 }

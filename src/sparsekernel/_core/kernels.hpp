@@ -43,7 +43,10 @@ public:
     double value(int64_t i, int64_t j) const;
 
     // out[t - begin] = K(a_i, b_{cols[t]}) for t in [begin, end); cols == nullptr means cols[t] = t.
-    void row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out, int nthreads) const;
+    // With signs (+-1, indexed by t), each value is multiplied by sign_i * signs[t] (Q_it = y_i y_t K,
+    // exact), in the same parallel pass.
+    void row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out, int nthreads,
+             const double* signs = nullptr, double sign_i = 1.0) const;
 
     // out[r][t] = K(a_{rows[r]}, b_{cols[t]}) for r < q, t < m: the q rows as one product of a
     // densified block of A against B (sparse rows of B against the dense block for CSR input).

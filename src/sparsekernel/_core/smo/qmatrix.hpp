@@ -162,9 +162,8 @@ private:
             for (int64_t t = begin; t < end; ++t) row[t] = yi * float(y_[t]) * k[global_[t]];
             return;
         }
-        kernel_->row(perm_[i], cols(), begin, end, row + begin, nthreads_);
+        kernel_->row(perm_[i], cols(), begin, end, row + begin, nthreads_, y_.data(), y_[i]);
         kernel_evals += end - begin;
-        apply_labels(i, begin, end, row + begin);
     }
 
     // accumulate() from the shared rows: a gather of each row over [begin, end), the rows fetched
