@@ -99,6 +99,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _csmo_data as cd  # noqa: E402
 import _csmo_paper_numbers as pn  # noqa: E402
+import _args  # noqa: E402
 import _datasets  # noqa: E402
 import bench_svc  # noqa: E402  (house-style helpers: environment(), markdown_row(), sklearnex routes)
 
@@ -233,15 +234,7 @@ def parse_sizes(text: str) -> dict[str, int]:
     return out
 
 
-def csv_list(kind, allowed=None):
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if allowed is not None:
-            unknown = sorted(set(items) - set(allowed))
-            if unknown:
-                raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {list(allowed)}")
-        return [kind(t) for t in items]
-    return parse
+csv_list = _args.csv_list  # one definition: benchmarks/_args.py
 
 
 def planned_sizes(defaults: dict[str, int], default_budget: float, args) -> dict[str, int]:

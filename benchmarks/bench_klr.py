@@ -83,6 +83,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _args  # noqa: E402
 import _datasets  # noqa: E402
 import _klr_data as kd  # noqa: E402
 import _klr_paper_numbers as pn  # noqa: E402
@@ -144,15 +145,7 @@ def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
             *[bench_svc.markdown_row([str(c) for c in row]) for row in rows]]
 
 
-def csv_list(kind: Callable[[str], object], allowed=None):
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if allowed is not None:
-            unknown = sorted(set(items) - set(allowed))
-            if unknown:
-                raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {list(allowed)}")
-        return [kind(t) for t in items]
-    return parse
+csv_list = _args.csv_list  # one definition: benchmarks/_args.py
 
 
 def canonical(obj):

@@ -77,6 +77,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import _args  # noqa: E402  (standard library only)
 
 # set by _import_after_pinning()
 np = sp = _datasets = bench_csmo = bench_svc = None
@@ -959,15 +960,7 @@ def cmd_assemble(args) -> int:
 
 
 # ======================================================================================== command line
-def csv_list(kind, allowed=None):
-    def parse(text: str) -> list:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if allowed is not None:
-            unknown = sorted(set(items) - set(allowed))
-            if unknown:
-                raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {list(allowed)}")
-        return [kind(t) for t in items]
-    return parse
+csv_list = _args.csv_list  # one definition: benchmarks/_args.py
 
 
 def parse_args(argv=None):

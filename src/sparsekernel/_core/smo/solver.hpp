@@ -910,15 +910,19 @@ private:
         gbar_changes_.clear();
     }
 
-    // G_bar_k += sum_r d[r] rows[r][k] for every position k (rows in order: thread-independent sums)
-    void add_to_gbar(const float* const* rows, const double* d, int64_t n) {
-        const int64_t nc = chunks_for(l_, 2.0 * double(n), opt_.nthreads);
+    // G_bar_k += sum_r d[r] rows[r][k] for every position k
+    void add_to_gbar(const float* const* rows, const double* d, int64_t n) { add_scaled_rows(Gbar_.data(), l_, rows, d, n); }
+
+    // out[k] += sum_r d[r] rows[r][k] for k < len, in parallel over k; each sum runs over r in order,
+    // so the result does not depend on the threads
+    void add_scaled_rows(double* out, int64_t len, const float* const* rows, const double* d, int64_t nr) {
+        const int64_t nc = chunks_for(len, double(nr), opt_.nthreads);
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            const int64_t lo = l_ * c / nc, hi = l_ * (c + 1) / nc;
-            for (int64_t r = 0; r < n; ++r) {
+            const int64_t lo = len * c / nc, hi = len * (c + 1) / nc;
+            for (int64_t r = 0; r < nr; ++r) {
                 const float* Qr = rows[r];
                 const double dr = d[r];
-                for (int64_t k = lo; k < hi; ++k) Gbar_[k] += dr * Qr[k];
+                for (int64_t k = lo; k < hi; ++k) out[k] += dr * Qr[k];
             }
         });
     }
@@ -931,18 +935,7 @@ private:
                 rr.push_back(rows[r]);
                 da.push_back(a_new[r] - a_old[r]);
             }
-        const int64_t nr = int64_t(rr.size()), n = active_size_;
-        if (nr == 0) return;
-        double* G = G_.data();
-        const int64_t n_chunks = chunks_for(n, double(nr), opt_.nthreads);
-        for_chunks(n_chunks, opt_.nthreads, [&](int64_t c) {
-            const int64_t lo = n * c / n_chunks, hi = n * (c + 1) / n_chunks;
-            for (int64_t r = 0; r < nr; ++r) {
-                const float* Qr = rr[r];
-                const double d = da[r];
-                for (int64_t k = lo; k < hi; ++k) G[k] += d * Qr[k];
-            }
-        });
+        if (!rr.empty()) add_scaled_rows(G_.data(), active_size_, rr.data(), da.data(), int64_t(rr.size()));
     }
 
 public:
