@@ -16,7 +16,8 @@ Parts (``--part``), each writing ``benchmarks/results/scaling_<part>.{json,md}``
     the same C (``--C``, default 1,10), gamma = the numeric value of scikit-learn's 'scale'
     computed once per set (1 / (n_features * X.var()); for CSR the mean of the squares minus the
     squared mean), tol = 1e-3, cache_size = 200 MB.  Sets: a9a, a9a-dense, w8a, w8a-dense, magic,
-    usps, skin, nonlinear (``_datasets``; the ``-dense`` sets are the CSR sets as dense arrays).
+    usps, skin, nonlinear, a9a-scaled (``_datasets``; the ``-dense`` sets are the CSR sets as dense
+    arrays; ``a9a-scaled`` is a9a after StandardScaler, as a pipeline hands it over: dense, no zeros).
     Per (set, C) the systems are fitted interleaved (ours, intelex, sklearn, ours, ...)
     ``--repeats`` times (default 1; medians).  Recorded per system: fit seconds, nSV, test
     accuracy, the test predictions (agreement with LIBSVM's), the dual objective 1/2 a'Qa - sum a
@@ -92,6 +93,7 @@ SEED = 0
 SETS = {
     "a9a": ("a9a", False),
     "a9a-dense": ("a9a", True),
+    "a9a-scaled": ("a9a", "scaled"),  # StandardScaler fitted on the training split: dense, no zeros
     "w8a": ("w8a", False),
     "w8a-dense": ("w8a", True),
     "magic": ("magic", False),
@@ -246,6 +248,10 @@ def load_set(name: str, quick: bool) -> Data | None:
         X_test, y_test = bench_svc.subsample_rows(X_test, y_test, QUICK_N_TEST, seed=SEED)
     if dense:
         X_train, X_test = X_train.toarray(), X_test.toarray()
+    if dense == "scaled":  # what make_pipeline(StandardScaler(), SVC()) hands the SVC
+        mean, std = X_train.mean(0), X_train.std(0)
+        std[std == 0] = 1.0
+        X_train, X_test = (X_train - mean) / std, (X_test - mean) / std
     return Data(name, n_full, X_train, y_train, X_test, y_test)
 
 

@@ -104,3 +104,35 @@ def test_dense_input_of_mostly_zeros_runs_as_csr():
     np.testing.assert_array_equal(dense.intercept_, csr.intercept_)
     np.testing.assert_allclose(dense.decision_function(X[:50]), csr.decision_function(sp.csr_matrix(X[:50])),
                                rtol=1e-10, atol=1e-12)
+
+
+def _standardized_sparse_data():
+    rng = np.random.default_rng(1)
+    X = rng.random((2500, 60)) * (rng.random((2500, 60)) < 0.1)
+    y = (X[:, :10].sum(1) > np.median(X[:, :10].sum(1))).astype(int)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def test_translation_invariant_kernels_read_standardized_sparse_data_as_csr():
+    """After StandardScaler the zeros of sparse data sit at -mean/std, one value per column: rbf is
+    translation invariant, so the engine reads X minus those values as CSR (the pair route). The
+    solution is the dense one's: the KKT conditions hold to tol on the original data's kernel
+    matrix, and the held-out predictions are LIBSVM's."""
+    X, y = _standardized_sparse_data()
+    tol = 1e-3
+    model = SVC(C=3.0, tol=tol).fit(X[:2000], y[:2000])
+    assert model.solver_ == "smo2"
+    assert not sp.issparse(model.support_vectors_)
+    np.testing.assert_array_equal(model.support_vectors_, X[:2000][model.support_])
+    ypm = np.where(y[:2000] == model.classes_[1], 1.0, -1.0)
+    Q = svc_Q(rbf_kernel(X[:2000], gamma=model._gamma), ypm)
+    a = _full_dual(model, 2000)
+    slack = 4 * EPS32 * float(np.max(np.abs(Q) @ np.abs(a))) + 1e-9
+    assert kkt_gap(Q, ypm, -np.ones(2000), a, np.full(2000, 3.0)) <= tol + 2 * slack
+    ref = sklearn.svm.SVC(C=3.0, tol=tol, gamma=model._gamma).fit(X[:2000], y[:2000])
+    assert np.mean(model.predict(X[2000:]) == ref.predict(X[2000:])) >= 0.995
+
+
+def test_other_kernels_are_not_shifted():
+    X, y = _standardized_sparse_data()
+    assert SVC(kernel="poly", degree=2, gamma=0.01).fit(X, y).solver_ == "batched"

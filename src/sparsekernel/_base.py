@@ -144,14 +144,39 @@ def core_array(a, dtype=None):
 _SPARSE_ENGINE_DENSITY = 0.15
 
 
-def engine_storage(X):
+def engine_storage(X, kernel="rbf"):
     """X as the SMO engine should read it: a dense X that is mostly zeros as a CSR copy, anything
-    else as given (the kernel values are the same function of the pair; only the work differs)."""
+    else as given (the kernel values are the same function of the pair; only the work differs).
+    For the translation-invariant kernels (rbf, laplacian: K(x - c, z - c) = K(x, z)) the zeros
+    may be anywhere: X minus its columns' most frequent values is used when that is mostly zeros
+    (sparse data after StandardScaler, whose zeros all moved to -mean / std)."""
     if sp.issparse(X) or X.ndim != 2 or X.size == 0:
         return X
     if np.count_nonzero(X) <= _SPARSE_ENGINE_DENSITY * X.size:
         return sp.csr_matrix(X)
+    if kernel in ("rbf", "laplacian"):
+        shift = _column_modes(X)
+        if shift.any() and _count_unequal(X, shift) <= _SPARSE_ENGINE_DENSITY * X.size:
+            step = max(1, (1 << 22) // X.shape[1])
+            return sp.vstack([sp.csr_matrix(X[r:r + step] - shift) for r in range(0, X.shape[0], step)],
+                             format="csr")
     return X
+
+
+def _column_modes(X, n_sample=1024):
+    """The most frequent value of each column among evenly spaced rows (ties: the smallest)."""
+    rows = X[np.linspace(0, X.shape[0] - 1, min(n_sample, X.shape[0])).astype(np.intp)]
+    modes = np.empty(X.shape[1], dtype=X.dtype)
+    for k in range(X.shape[1]):
+        values, counts = np.unique(rows[:, k], return_counts=True)
+        modes[k] = values[np.argmax(counts)]
+    return modes
+
+
+def _count_unequal(X, shift):
+    """Entries of X that differ from their column's shift, counted a block of rows at a time."""
+    step = max(1, (1 << 22) // X.shape[1])
+    return sum(int(np.count_nonzero(X[r:r + step] != shift)) for r in range(0, X.shape[0], step))
 
 
 def core_matrix(X):

@@ -227,7 +227,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
         kernel = self._kernel_name()
         if kernel != "precomputed":
-            X = engine_storage(X)  # a dense X of mostly zeros: the engine reads a CSR copy
+            X = engine_storage(X, kernel)  # a dense X of mostly zeros (or one value per column): CSR
         route = self._route(X)
         self.solver_ = route
         kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
