@@ -367,7 +367,9 @@ class SVC(ClassifierMixin, _BaseSMO):
         fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
         register-tiled blocks), 'smo2' otherwise; ``solver_`` says which. A dense X with at most
         15 % nonzeros is read by the engine as a CSR copy (so 'auto' runs 'smo2' on it): a kernel
-        row then costs its nonzeros.
+        row then costs its nonzeros. With the rbf or laplacian kernel (translation invariant) so is
+        X minus its columns' most frequent values when that is mostly zeros (sparse data after
+        StandardScaler).
         Shrinking works with 'csmo': the conjugate direction restarts from the plain pair whenever
         the active set changes, so between two changes the iteration is the paper's Algorithm 2 on
         the active variables.
