@@ -271,47 +271,43 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
 
 namespace {
 
-// One column of a block: acc[r] = measure(a_r, b) for the q densified rows a_r of the block
-// (stored transposed, blk[k*q + r], so that the inner loop over r is contiguous) against one row b
-// of B given by its stored entries (idx == nullptr: dense, k = 0..nnz-1). The rows are taken in
-// register tiles of kTile so that the accumulators stay in registers across the loop over b.
+// Sparse B, one column of a block: acc[r] = measure(a_r, b) for the q densified rows a_r of the
+// block (stored transposed, blk[k*q + r], so that the inner loop over r is contiguous) against one
+// sparse row b of B given by its stored entries. The rows are taken in register tiles of W so that
+// the accumulators stay in registers across the loop over b.
 // (Templates called from a SK_MULTIVERSION function are forced inline so that they are compiled
 // for the caller's instruction set.)
-// No multiply-add contraction in the tiles: with it, a value's rounding depended on the width of the
-// register tile its row fell in (32, 8 or 1), so K(a, b) depended on the batch it was computed in.
-// Without it every value is a function of its pair alone: any row block of a distributed NSSVC fit
-// computes the kernel columns of the in-memory fit bit for bit. (Calling fma explicitly in every
-// width would keep that too, but measured no faster: the tiles are bound by their loads.)
+// No multiply-add contraction in the tiles (here and in the dense tiles below): with it, a value's
+// rounding depended on the width of the register tile its row fell in, so K(a, b) depended on the
+// batch it was computed in. Without it every value is a function of its pair alone: any row block
+// of a distributed NSSVC fit computes the kernel columns of the in-memory fit bit for bit.
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
-template <int64_t W, int kMeasure, bool kSparse>
+template <int64_t W, int kMeasure>
 [[gnu::always_inline]] inline void block_tile(const double* __restrict blk, int64_t q, const int32_t* idx,
-                                              const double* val, int64_t stride, int64_t nnz,
-                                              double* __restrict acc) {
+                                              const double* val, int64_t nnz, double* __restrict acc) {
     double s[W] = {};
 #pragma GCC unroll 1
     for (int64_t k = 0; k < nnz; ++k) {
-        const double v = val[k * stride];
-        const double* __restrict col = blk + int64_t(kSparse ? idx[k] : k) * q;
+        const double v = val[k];
+        const double* __restrict col = blk + int64_t(idx[k]) * q;
         if constexpr (kMeasure == 0) {
             for (int64_t r = 0; r < W; ++r) s[r] += v * col[r];
-        } else if constexpr (kSparse) {  // see sparse_measures: the L1 correction over nnz(b)
+        } else {  // see sparse_measures: the L1 correction over nnz(b)
             const double av = std::fabs(v);
             for (int64_t r = 0; r < W; ++r) s[r] += std::fabs(col[r] - v) - std::fabs(col[r]) - av;
-        } else {
-            for (int64_t r = 0; r < W; ++r) s[r] += std::fabs(col[r] - v);
         }
     }
     for (int64_t r = 0; r < W; ++r) acc[r] = s[r];
 }
 
-template <int kMeasure, bool kSparse>  // 0 dot, 2 l1 (sqdist uses dot)
-SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* idx, const double* val,
-                                  int64_t stride, int64_t nnz, double* acc) {
+template <int kMeasure>  // 0 dot, 2 l1 (sqdist uses dot)
+SK_MULTIVERSION void block_column(const double* blk, int64_t q, const int32_t* idx, const double* val, int64_t nnz,
+                                  double* acc) {
     int64_t r0 = 0;
-    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
-    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
-    for (; r0 < q; ++r0) block_tile<1, kMeasure, kSparse>(blk + r0, q, idx, val, stride, nnz, acc + r0);
+    for (; r0 + 32 <= q; r0 += 32) block_tile<32, kMeasure>(blk + r0, q, idx, val, nnz, acc + r0);
+    for (; r0 + 8 <= q; r0 += 8) block_tile<8, kMeasure>(blk + r0, q, idx, val, nnz, acc + r0);
+    for (; r0 < q; ++r0) block_tile<1, kMeasure>(blk + r0, q, idx, val, nnz, acc + r0);
 }
 
 // Dense B: register tiles of kTileRows rows of the block by kTilePoints points of B. A tile of
@@ -485,10 +481,10 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
                     const int32_t* idx = B_.indices + B_.indptr[j];
                     const int64_t nnz = B_.indptr[j + 1] - B_.indptr[j];
                     if (measure_ == Measure::l1) {
-                        block_column<2, true>(blk, ld, idx, val, 1, nnz, acc);
+                        block_column<2>(blk, ld, idx, val, nnz, acc);
                         l1_correction(acc, anorm.data(), B_.l1norm[j], ld);
                     } else {
-                        block_column<0, true>(blk, ld, idx, val, 1, nnz, acc);
+                        block_column<0>(blk, ld, idx, val, nnz, acc);
                         if (measure_ == Measure::sqdist) dots_to_sqdist(acc, anorm.data(), B_.sqnorm[j], ld);
                     }
                 }
