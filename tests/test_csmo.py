@@ -38,9 +38,10 @@ from _dual import (
     svr_y,
 )
 from _helpers import dataset, model_kernel, pair_coefs
-from sparsekernel import SVC, SVR, _core
-from sparsekernel._base import KERNELS, TERM_ENTROPIC, TERM_LINEAR, core_matrix
-from sparsekernel.klr import initial_point
+from sparsekernel import SVC, SVR
+from sparsekernel._base import core_matrix
+from sparsekernel._engine import DualProblem, KernelSpec, SolverOptions, solve
+from sparsekernel.klr import klr_problem
 
 SOLVERS = ("smo2", "smo1", "csmo")
 
@@ -269,9 +270,10 @@ def test_svc_tiny_cache_other_rules_are_fine():
 
 # ------------------------------------------------------------------ 2. the trace of Algorithm 2
 def _engine(X, y, p, hi, gamma, problem, conjugate=True, tol=1e-6, trace=True, shrinking=False, max_iter=-1):
-    return _core.solve(core_matrix(X), KERNELS["rbf"], gamma, 0.0, 3, TERM_LINEAR, y, p, None, np.zeros(len(y)),
-                       hi, None, tol, max_iter, shrinking, True, False, 0, 10.0, 1, None, trace, conjugate,
-                       problem, None, None)
+    dual = DualProblem(y=y, p=p, hi=hi, kind=("binary", "eps_svr")[problem])
+    options = SolverOptions(tol=tol, max_iter=max_iter, shrinking=shrinking, conjugate=conjugate, cache_mb=10.0,
+                            trace=trace)
+    return solve(core_matrix(X), KernelSpec("rbf", gamma, 0.0, 3), dual, options)
 
 
 @functools.lru_cache(maxsize=None)
@@ -324,9 +326,9 @@ def _split_pair(pk, pprev, y, tol=1e-9):
 def test_trace_conjugacy(kind, seed, C):
     r, Q, y, p, hi = _trace_problem(kind, seed, C)
     l = len(y)
-    tr = np.asarray(r["trace"]).reshape(-1, r["trace_width"])
-    assert r["trace_width"] == 5 + 2 * l
-    assert len(tr) == r["n_iter"] > 50
+    tr = np.asarray(r.trace).reshape(-1, r.trace_width)
+    assert r.trace_width == 5 + 2 * l
+    assert len(tr) == r.n_iter > 50
     obj_after, dsq, clipped, dir_gain, pair_gain = tr[:, 0], tr[:, 1], tr[:, 2] == 1, tr[:, 3], tr[:, 4]
     P, G = tr[:, 5:5 + l], tr[:, 5 + l:]
     pQp = np.einsum("ij,jk,ik->i", P, Q, P)
@@ -376,7 +378,7 @@ def test_trace_conjugacy(kind, seed, C):
     np.testing.assert_allclose(dec[unc], dir_gain[unc], rtol=1e-5, atol=atol)
     assert np.all(dec[clipped] <= dir_gain[clipped] * (1 + 1e-9) + atol)
     assert np.all(dec > -atol)
-    assert obj_after[-1] == pytest.approx(r["obj"], rel=1e-12)
+    assert obj_after[-1] == pytest.approx(r.obj, rel=1e-12)
 
     # the iterates: a_(k+1) = a_k + rho_k p_k with rho_k = ||da|| / ||p||, and the recorded gradient
     # (eq. 28's recursion) stays Q a_k + p
@@ -394,9 +396,9 @@ def test_trace_conjugacy(kind, seed, C):
             assert hit.any(), k
             assert rho[k] <= -gp[k] / pQp[k] * (1 + 1e-6), k  # clipped before the minimiser
         a = np.clip(a + rho[k] * P[k], 0.0, hi)
-    np.testing.assert_allclose(a, r["alpha"], rtol=0, atol=1e-7 * C)
-    np.testing.assert_allclose(r["grad"], Q @ r["alpha"] + p, rtol=0, atol=float32_slack(Q, r["alpha"]))
-    check_feasible(y, r["alpha"], hi)
+    np.testing.assert_allclose(a, r.alpha, rtol=0, atol=1e-7 * C)
+    np.testing.assert_allclose(r.grad, Q @ r.alpha + p, rtol=0, atol=float32_slack(Q, r.alpha))
+    check_feasible(y, r.alpha, hi)
 
 
 def test_trace_smo2_has_no_conjugate_steps():
@@ -404,11 +406,11 @@ def test_trace_smo2_has_no_conjugate_steps():
     X, yl = make_classification(n_samples=100, n_features=5, flip_y=0.05, random_state=0)
     y = np.where(yl == 1, 1.0, -1.0)
     r = _engine(X, y, -np.ones(len(y)), np.full(len(y), 100.0), 0.5, 0, conjugate=False)
-    tr = np.asarray(r["trace"]).reshape(-1, r["trace_width"])
+    tr = np.asarray(r.trace).reshape(-1, r.trace_width)
     P = tr[:, 5:5 + len(y)]
     assert np.all((P != 0).sum(axis=1) == 2)
     np.testing.assert_array_equal(tr[:, 3], tr[:, 4])
-    assert r["conjugate_fallbacks"] == 0
+    assert r.conjugate_fallbacks == 0
 
 
 # ------------------------------------------------------------------ 3. fewer iterations
@@ -439,14 +441,13 @@ def test_conjugate_with_entropic_term_raises():
     y = np.where(yl == 1, 1.0, -1.0)
     n = len(y)
     C = np.full(n, 1.0)
-    args = (core_matrix(X), KERNELS["rbf"], 0.5, 0.0, 3, TERM_ENTROPIC, y, np.zeros(n), C, np.full(n, 1e-5),
-            C - 1e-5, None, 1e-3, -1, True, True, False, 0, 10.0, 1, None, False)
+    dual = klr_problem(y, C, 0.0, 1e-5)  # the KLR solve from a feasible interior point
+    kernel = KernelSpec("rbf", 0.5, 0.0, 3)
     with pytest.raises(ValueError, match="conjugate"):
-        _core.solve(*args, True, 0, None, None)
-    # the same call without conjugate directions is fine (the KLR solve from a feasible interior point)
-    a0 = initial_point(C, y, np.full(n, 1e-5), C - 1e-5)
-    r = _core.solve(*args[:11], a0, *args[12:], False, 0, None, None)
-    assert r["status"] == 0
+        solve(core_matrix(X), kernel, dual, SolverOptions(conjugate=True, cache_mb=10.0))
+    # the same call without conjugate directions is fine
+    r = solve(core_matrix(X), kernel, dual, SolverOptions(cache_mb=10.0))
+    assert r.status == 0
 
 
 @pytest.mark.parametrize("est,solver", [(SVR, "batched"), (SVR, "csmo2"), (SVC, "conjugate"), (SVC, None),

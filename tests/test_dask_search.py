@@ -22,16 +22,16 @@ from sklearn.datasets import make_classification, make_regression  # noqa: E402
 from sklearn.model_selection import KFold, ParameterGrid  # noqa: E402
 
 from sparsekernel import SVC, SVR, SparseKernelLogisticRegression  # noqa: E402
-from sparsekernel._warm import PathStore, path_context  # noqa: E402
+from sparsekernel._warm import PathStore, SearchRows  # noqa: E402
 from sparsekernel.model_selection import PathSearchCV, _walk_groups, _walked_param, svm_path  # noqa: E402
 
 
 def _walk_here(estimator, X, y, train, group):
     """The fits of one task, made in this process: the walk of ``group`` on fold ``train``."""
     out = []
-    with path_context(PathStore()):
-        for params in group:
-            out.append(clone(estimator).set_params(**params).fit(X[train], y[train]))
+    rows = SearchRows(PathStore(), len(train))
+    for params in group:
+        out.append(clone(estimator).set_params(**params).fit(X[train], y[train], search_rows=rows))
     return out
 
 
@@ -57,8 +57,8 @@ def test_search_on_the_cluster_scores_the_fits_its_tasks_made(client, case, monk
 
     restored = []  # the client's fits that loaded a task's result instead of solving
 
-    def counting(model, X, y, sample_weight=None):
-        hit = _warm.restore_prefitted(model, X, y, sample_weight)
+    def counting(model, X, y, sample_weight=None, search_rows=None):
+        hit = _warm.restore_prefitted(model, X, y, sample_weight, search_rows)
         restored.append(hit)
         return hit
 

@@ -34,7 +34,8 @@ from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
 from _helpers import dataset
 from sparsekernel import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
 from sparsekernel._base import KERNELS, core_matrix, resolve_gamma
-from sparsekernel.klr import _solve_binary, box_bound, initial_point
+from sparsekernel._engine import KernelSpec, SolverOptions, solve
+from sparsekernel.klr import box_bound, initial_point, klr_problem
 
 EPS32 = 2.0**-24  # the engine keeps its kernel rows in float32
 
@@ -91,8 +92,8 @@ def _solve(X, y, C, lam, bound, kernel="rbf", gamma=None, tol=1e-6, second_order
     if gamma is None:
         gamma = resolve_gamma("scale", X)
     Ci = np.full(len(y), float(C)) if Ci is None else Ci
-    r = _solve_binary(core_matrix(X), y, Ci, lam, bound, (KERNELS[kernel], gamma, 0.0, 3), tol=tol, max_iter=-1,
-                      shrinking=shrinking, second_order=second_order, cache_size=50.0, threads=1, trace=trace)
+    options = SolverOptions(tol=tol, shrinking=shrinking, second_order=second_order, cache_mb=50.0, trace=trace)
+    r = solve(core_matrix(X), KernelSpec(kernel, gamma, 0.0, 3), klr_problem(y, Ci, lam, bound), options)
     return r, Ci, gamma
 
 
@@ -194,7 +195,7 @@ def test_early_stop_has_a_duality_gap(easy, est):
 
 # ---------------------------------------------------------------------------------------- 2. KKT
 def _kkt_check(K, y, r, Ci, lam, tol):
-    a, lo, hi = r["alpha"], r["lo"], r["hi"]
+    a, lo, hi = r.alpha, r.lo, r.hi
     # feasibility: the box exactly, and the equality constraint
     assert np.all(a >= lo) and np.all(a <= hi), (np.min(a - lo), np.min(hi - a))
     assert abs(y @ a) <= 1e-12 * max(1.0, a.sum())
@@ -202,14 +203,14 @@ def _kkt_check(K, y, r, Ci, lam, tol):
     # the engine's kernel rows are float32: each entry is off by <= 2^-24 relative, so each G_i by
     # <= 2^-24 sum_j |K_ij| a_j (a factor 2 of margin; the observed differences are ~10x smaller)
     slack = 2 * EPS32 * np.max(np.abs(K) @ a) + 1e-9
-    np.testing.assert_allclose(r["grad"], G, rtol=0, atol=slack)
+    np.testing.assert_allclose(r.grad, G, rtol=0, atol=slack)
     F = -y * G
     up = np.where(y > 0, a < hi, a > lo)
     low = np.where(y > 0, a > lo, a < hi)
     gap = F[up].max() - F[low].min()
     assert gap <= tol + 2 * slack, (gap, tol, slack)
-    assert r["gap"] <= tol
-    assert abs(r["gap"] - gap) <= 2 * slack, (r["gap"], gap)
+    assert r.gap <= tol
+    assert abs(r.gap - gap) <= 2 * slack, (r.gap, gap)
     return a
 
 
@@ -233,10 +234,10 @@ def test_kkt_of_full_dual(moons200, imbalanced, kernel, C, frac, tol, second_ord
     bound, _ = box_bound("auto", np.full(len(y), C), ypm)
     r, Ci, gamma = _solve(X, ypm, C, lam, bound, kernel=kernel, tol=tol, second_order=second_order,
                           shrinking=shrinking)
-    assert r["status"] == 0
+    assert r.status == 0
     a = _kkt_check(_kernel(kernel, X, gamma), ypm, r, Ci, lam, tol)
     if (kernel, C, frac) in (("rbf", 10.0, 0.25), ("linear", 5.0, 0.5)):  # the bounds are exercised
-        assert np.any(a <= r["lo"]) and np.any(a >= r["hi"])
+        assert np.any(a <= r.lo) and np.any(a >= r.hi)
 
 
 def test_kkt_of_estimator_model(moons200):
@@ -296,12 +297,12 @@ def test_keerthi_lemma1_sufficient_decrease(moons200, C, lam, second_order):
     ypm = _pm1(y)
     tol, bound = 1e-6, 1e-5
     r, Ci, gamma = _solve(X, ypm, C, lam, bound, tol=tol, second_order=second_order, trace=True)
-    tr = np.asarray(r["trace"]).reshape(-1, r["trace_width"])
-    assert len(tr) == r["n_iter"] > 10
+    tr = np.asarray(r.trace).reshape(-1, r.trace_width)
+    assert len(tr) == r.n_iter > 10
     a0 = initial_point(Ci, ypm, np.full(len(y), bound), Ci - bound)
     K = rbf_kernel(X, gamma=gamma)
     objs = np.concatenate([[_dual_objective(K, ypm, a0, Ci, lam)], tr[:, 0]])
-    assert objs[-1] == pytest.approx(r["obj"], rel=1e-12)
+    assert objs[-1] == pytest.approx(r.obj, rel=1e-12)
     decrease = objs[:-1] - objs[1:]
     step2 = tr[:, 1]
     # round-off of the objective's evaluation; the pair step is exact up to |phi'(t)| < 0.1 tol
@@ -326,7 +327,7 @@ def test_rho_equals_lam(moons200, kernel, C, lams):
     for lam in lams:
         m = SparseKernelLogisticRegression(C=C, lam=lam, kernel=kernel, tol=1e-6).fit(X, y)
         r, _, _ = _solve(X, ypm, C, lam, m.bound_[0], kernel=kernel, tol=1e-6)
-        free = (r["alpha"] > r["lo"]) & (r["alpha"] < r["hi"])
+        free = (r.alpha > r.lo) & (r.alpha < r.hi)
         assert np.any(free & (ypm > 0)) and np.any(free & (ypm < 0))  # rho is identifiable
         assert isinstance(m.rho_, float)
         assert abs(m.rho_ - lam) <= 1e-3, (lam, m.rho_)
@@ -375,11 +376,11 @@ def test_proposition1_minority_not_sparse(name, kernel, C, factor):
     bound, _ = box_bound("auto", Ci, ym)
     # the claim is not vacuous: at lam = 0 the minority class is inside the box
     r0, _, _ = _solve(X, ym, C, 0.0, bound, kernel=kernel)
-    assert np.any(r0["alpha"][ym < 0] < C - bound)
+    assert np.any(r0.alpha[ym < 0] < C - bound)
     lam = factor * klr_lambda_bound(X, y, C=C, kernel=kernel)
     assert lam > 0
     r, _, _ = _solve(X, ym, C, lam, bound, kernel=kernel)
-    a_min = r["alpha"][ym < 0]
+    a_min = r.alpha[ym < 0]
     below = np.flatnonzero(a_min < C - bound)
     assert below.size == 0, (f"lam = {lam:.6g}: {below.size} of {a_min.size} minority a_i below C - bound "
                              f"(smallest {a_min.min():.3g})")

@@ -7,8 +7,8 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, StratifiedKFold
 
-from sparsekernel import SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, _core
-from sparsekernel._base import KERNELS, core_matrix
+from sparsekernel import SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression
+from sparsekernel._engine import DualProblem, KernelSpec, SolverOptions, open_session, shared_rows, solve
 from sparsekernel.model_selection import PathSearchCV
 
 
@@ -88,21 +88,36 @@ def test_rows_are_computed_once_per_kernel_setting():
     assert np.sum(ps.cv_results_["mean_test_evals"]) * 5 == pytest.approx(ps.shared_kernel_evals_)
 
 
-def test_shared_rows_stay_within_budget_and_results_hold():
-    """A budget far below the Gram matrix: the shared rows never hold more than their share, rows
-    are evicted and recomputed, and the fits are still those of the cold search."""
+def test_shared_rows_hold_the_gram_matrix_when_it_fits():
+    """The memory policy: the shared rows are sized from the data (N^2 float32 values when they fit
+    a quarter of the available memory), so each kernel value is computed once per kernel setting,
+    whatever the estimator's cache_size."""
     X, y = _classification(n=600)
     grid = {"C": [0.5, 5.0], "gamma": [0.05, 0.5]}
     cv = StratifiedKFold(3, shuffle=True, random_state=1)
-    cache_mb = 0.4  # the Gram matrix is 600^2 float32 = 1.4 MB
-    est = SVC(tol=1e-8, cache_size=cache_mb, n_jobs=1)
+    est = SVC(tol=1e-8, cache_size=0.4, n_jobs=1)
     ps = PathSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
     gs = GridSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
     _assert_objectives_equal(ps, gs, rtol=1e-6)
-    from sparsekernel._warm import SHARED_FRACTION
+    assert ps.shared_kernel_evals_ <= 2 * 600 * 600
+    assert 0 < ps.shared_cache_peak_bytes_ <= 600 * 600 * 4 + 2**20
 
-    budget = SHARED_FRACTION * cache_mb * 2**20
-    assert 0 < ps.shared_cache_peak_bytes_ <= budget
+
+def test_shared_rows_stay_within_their_cap_and_results_hold(monkeypatch):
+    """A cap far below the Gram matrix: the shared rows never hold more, rows are evicted and
+    recomputed, and the fits are still those of the cold search."""
+    import sparsekernel.model_selection as ms
+
+    cap_mb = 0.4  # the Gram matrix is 600^2 float32 = 1.4 MB
+    monkeypatch.setattr(ms, "shared_rows_mb", lambda n: cap_mb)
+    X, y = _classification(n=600)
+    grid = {"C": [0.5, 5.0], "gamma": [0.05, 0.5]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    est = SVC(tol=1e-8, cache_size=0.4, n_jobs=1)
+    ps = PathSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
+    gs = GridSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
+    _assert_objectives_equal(ps, gs, rtol=1e-6)
+    assert 0 < ps.shared_cache_peak_bytes_ <= cap_mb * 2**20
     # rows were recomputed after eviction: more than one Gram matrix per gamma
     assert ps.shared_kernel_evals_ > 2 * 600 * 600
 
@@ -126,25 +141,21 @@ def test_engine_session_on_shared_rows_equals_a_plain_solve():
     X, y = _classification(n=300)
     sub = rng.permutation(300)[:200]
     yy = np.where(y[sub] > 0, 1.0, -1.0)
-    args = (KERNELS["rbf"], 0.1, 0.0, 3)
-    rows = _core.SharedRows(core_matrix(X), *args, 10.0)
-    session = _core.Session(core_matrix(X[sub]), *args, yy, 0, 1.0, 1, rows, sub.astype(np.int32))
-    common = dict(tol=1e-10, max_iter=-1, shrinking=True, second_order=True, batched=False, q=0, cache_mb=10.0,
-                  nthreads=1)
+    kernel = KernelSpec("rbf", 0.1, 0.0, 3)
     n = len(sub)
-
-    def solve(session):
-        return _core.solve(core_matrix(X[sub]), *args, 0, yy, np.full(n, -1.0), None, np.zeros(n), np.full(n, 2.0),
-                           None, session=session, **common)
-
-    shared, plain = solve(session), solve(None)
-    np.testing.assert_allclose(shared["obj"], plain["obj"], rtol=1e-9)
-    np.testing.assert_allclose(shared["alpha"], plain["alpha"], atol=1e-6)
+    dual = DualProblem(y=yy, p=np.full(n, -1.0), hi=np.full(n, 2.0))
+    rows = shared_rows(X, kernel, 10.0)
+    session = open_session(X[sub], kernel, dual, cache_mb=1.0, threads=1, shared=rows, global_index=sub)
+    options = SolverOptions(tol=1e-10, cache_mb=10.0)
+    shared = solve(X[sub], kernel, dual, options, session=session)
+    plain = solve(X[sub], kernel, dual, options)
+    np.testing.assert_allclose(shared.obj, plain.obj, rtol=1e-9)
+    np.testing.assert_allclose(shared.alpha, plain.alpha, atol=1e-6)
     assert rows.kernel_evals > 0 and rows.kernel_evals % 300 == 0  # whole rows of the full set
     with pytest.raises(ValueError, match="global"):
-        _core.Session(core_matrix(X[sub]), *args, yy, 0, 1.0, 1, rows, np.arange(n, dtype=np.int32) + 250)
+        open_session(X[sub], kernel, dual, cache_mb=1.0, threads=1, shared=rows, global_index=np.arange(n) + 250)
     with pytest.raises(ValueError, match="precomputed"):
-        _core.SharedRows(core_matrix(X), KERNELS["precomputed"], 0.0, 0.0, 3, 10.0)
+        shared_rows(X, KernelSpec("precomputed"), 10.0)
 
 
 def test_groups_and_unregistered_data_still_search_correctly():
@@ -170,16 +181,16 @@ def test_groups_and_unregistered_data_still_search_correctly():
 def test_sklr_search_walks_lam_with_warm_starts(monkeypatch):
     """An S-KLR grid with several lam is walked along lam at fixed C: every fit but the first of a
     (fold, C) starts from the previous solution with its gradient (no kernel pass)."""
-    import sparsekernel.klr as klr_module
+    import sparsekernel._engine as engine
 
     calls = []
-    real = klr_module._core.solve
+    real = engine._core.solve
 
-    def spy(*args, **kwargs):
-        calls.append((args[11] is not None, kwargs.get("g0") is not None))
-        return real(*args, **kwargs)
+    def spy(**kwargs):
+        calls.append((kwargs["a0"] is not None, kwargs["g0"] is not None))
+        return real(**kwargs)
 
-    monkeypatch.setattr(klr_module._core, "solve", spy)
+    monkeypatch.setattr(engine._core, "solve", spy)
     X, y = _classification(n=200)
     grid = {"C": [1.0, 4.0], "lam": [0.0, 0.5, 1.0]}
     PathSearchCV(SparseKernelLogisticRegression(n_jobs=1), grid, cv=3, refit=False).fit(X, y)
@@ -200,3 +211,103 @@ def test_warm_start_2C_takes_fewer_iterations():
     assert warm.solver_stats_[0]["warm_started"]
     assert np.sum(warm.n_iter_) < 0.6 * np.sum(cold.n_iter_)
     assert warm.dual_objective_[0] == pytest.approx(cold.dual_objective_[0], rel=1e-4)
+
+
+# ------------------------------------------------------------------ a drop-in for GridSearchCV (issue 34)
+def _last_step_objective(estimator, X, y):
+    return _objective(estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator, X, y)
+
+
+@pytest.mark.parametrize("est", [SVC(tol=1e-8), KernelLogisticRegression(tol=1e-8)])
+def test_pipeline_search_walks_the_last_step(est, monkeypatch):
+    """make_pipeline(StandardScaler(), est): the last step's fits walk C on each fold's transformed
+    data (SVC: warm-started) and reach GridSearchCV's fits (same objectives to tol, same best)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import sparsekernel._engine as engine
+
+    starts = []
+    real = engine._core.solve
+
+    def spy(**kwargs):
+        starts.append(kwargs["g0"] is not None)
+        return real(**kwargs)
+
+    monkeypatch.setattr(engine._core, "solve", spy)
+    X, y = _classification(n=240)
+    X = X * np.array([1, 10, 100, 1, 1, 0.1, 1, 5])  # scales the StandardScaler removes
+    pipe = make_pipeline(StandardScaler(), est)
+    name = pipe.steps[-1][0]
+    grid = {f"{name}__C": [0.5, 2.0, 8.0], f"{name}__gamma": [0.05, 0.2]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    ps = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    n_path = len(starts)
+    gs = GridSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    _assert_objectives_equal(ps, gs, rtol=1e-5)
+    assert ps.best_params_ == gs.best_params_
+    assert not any(starts[n_path:])  # GridSearchCV: every fit cold
+    if isinstance(est, SVC):  # (KLR's box moves with C: its C walk starts each fit afresh)
+        assert sum(starts[:n_path]) == 3 * 2 * 2  # per fold and gamma: the 2nd and 3rd C
+    np.testing.assert_array_equal(ps.predict(X), gs.predict(X))
+
+
+def test_failing_fits_give_error_score_and_a_warning():
+    """A candidate whose fits raise gets error_score with a FitFailedWarning, as in GridSearchCV."""
+    from sklearn.exceptions import FitFailedWarning
+
+    X, y = _classification(n=150)
+    grid = {"C": [1.0, -1.0], "gamma": [0.1]}
+    with pytest.warns(FitFailedWarning):
+        ps = PathSearchCV(SVC(), grid, cv=3, error_score=-7.0).fit(X, y)
+    scores = dict(zip([p["C"] for p in ps.cv_results_["params"]], ps.cv_results_["mean_test_score"]))
+    assert scores[-1.0] == -7.0 and scores[1.0] > 0.5
+    with pytest.raises(ValueError, match="C must be"):
+        PathSearchCV(SVC(), grid, cv=3, error_score="raise").fit(X, y)
+
+
+def test_a_plain_fit_beside_a_search_sees_nothing_of_it():
+    """The search's state (its deadline, its shared rows, its warm starts) reaches its own fits only:
+    a plain fit in another thread while a time-limited search runs converges, cold, to the same model
+    as alone."""
+    import threading
+
+    X, y = make_classification(n_samples=2500, n_features=10, n_informative=6, flip_y=0.2, random_state=3)
+    alone = SVC(C=30.0, gamma=0.2, n_jobs=1).fit(X, y)
+    search = PathSearchCV(SVC(n_jobs=1), {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.05, 0.2, 1.0]}, cv=5,
+                          time_limit=0.5)
+    thread = threading.Thread(target=lambda: search.fit(X, y))
+    thread.start()
+    beside = []
+    while thread.is_alive() or not beside:
+        beside.append(SVC(C=30.0, gamma=0.2, n_jobs=1).fit(X, y))
+    thread.join()
+    for model in beside:
+        assert model.converged_ and not any(s["warm_started"] for s in model.solver_stats_)
+        assert model.dual_objective_[0] == pytest.approx(alone.dual_objective_[0], rel=1e-12)
+        np.testing.assert_array_equal(model.support_, alone.support_)
+
+
+def test_search_refit_is_a_plain_fit():
+    """The refit on all the data receives the same fit parameters but is a cold, unbounded fit."""
+    X, y = _classification(n=200)
+    ps = PathSearchCV(SVC(tol=1e-6), {"C": [0.5, 2.0]}, cv=3).fit(X, y)
+    plain = SVC(tol=1e-6, C=ps.best_params_["C"]).fit(X, y)
+    assert not any(s["warm_started"] for s in ps.best_estimator_.solver_stats_)
+    np.testing.assert_array_equal(ps.best_estimator_.n_iter_, plain.n_iter_)
+    np.testing.assert_array_equal(ps.best_estimator_.dual_coef_, plain.dual_coef_)
+
+
+@pytest.mark.parametrize("n_jobs", [None, 1, 2])
+def test_thread_policy_never_oversubscribes(n_jobs, monkeypatch):
+    """The search's fits use threads * jobs <= the available threads: with n_jobs=None small folds
+    run in parallel, one thread each."""
+    import sparsekernel.model_selection as ms
+
+    monkeypatch.setattr(ms, "available_threads", lambda: 4)
+    search = PathSearchCV(SVC(), {"C": [1.0]}, n_jobs=n_jobs)
+    jobs, threads = search._thread_policy(1000)
+    assert jobs * (threads or 4) <= 4
+    if n_jobs is None:
+        assert (jobs, threads) == (4, 1)
+        assert search._thread_policy(10**6) == (1, None)  # one fit at a time, every thread

@@ -29,7 +29,8 @@ from sklearn.svm import SVC as SkSVC
 from _dual import check_feasible, dual_objective, svc_Q, svr_dual_vector, svr_p, svr_Q, svr_y
 from _helpers import dataset, model_kernel, pair_coefs
 from sparsekernel import SVC, SVR, PathSearchCV, svm_path
-from sparsekernel._warm import DualState, PathStore, path_context, warm_point
+from sparsekernel._engine import KernelSpec
+from sparsekernel._warm import DualState, PathStore, SearchRows, warm_point
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,11 +195,17 @@ def test_path_saves_iterations(solver):
 
 
 # ------------------------------------------------------------------ 3. the rule itself
+def _own_state(model):
+    """The end point a warm_start=True fit kept for its first problem."""
+    store = model._warm_store
+    return store.state((store.data_key, 0))
+
+
 def _state_from_engine(X, y, C, gamma, kernel_key):
     """A real end point: an SVC fit's full dual vector and gradient (Q a - 1, checked)."""
     m = _fit(SVC(C=C, gamma=gamma, tol=1e-4, warm_start=True, n_jobs=1), X, y)
-    st = m._warm_states[1][0]
-    assert isinstance(st, DualState) and st.kernel_key == kernel_key
+    st = _own_state(m)
+    assert isinstance(st, DualState) and st.kernel == kernel_key
     return st
 
 
@@ -207,7 +214,7 @@ def engine_state():
     X, yl = _data("breast_cancer")
     y = np.where(yl == 0, 1.0, -1.0)  # the engine's pair problem (0, 1): +1 = class 0 (LIBSVM's order)
     gamma = 0.1
-    key = ("rbf", gamma, 0.0, 3)
+    key = KernelSpec("rbf", gamma, 0.0, 3)
     st = _state_from_engine(X, yl, 2.0, gamma, key)
     Q = svc_Q(rbf_kernel(X, gamma=gamma), y)
     np.testing.assert_allclose(st.grad, Q @ st.alpha + st.p, atol=1e-4)
@@ -246,7 +253,7 @@ def test_warm_point_feasible_and_gradient(engine_state, hi_new):
     # same kernel: the gradient without kernel evaluations equals Q a0 + p_new
     np.testing.assert_allclose(g0, Q @ a0 + p_new, rtol=0, atol=1e-4 * max(1.0, s))
     # another kernel: no gradient (the engine recomputes it), and s = min(1, s_max)
-    a1, g1 = warm_point(st, hi, p_new, ("rbf", 0.2, 0.0, 3))
+    a1, g1 = warm_point(st, hi, p_new, KernelSpec("rbf", 0.2, 0.0, 3))
     assert g1 is None
     np.testing.assert_allclose(a1, min(1.0, s_max) * st.alpha, rtol=1e-15, atol=0)
 
@@ -284,12 +291,12 @@ def test_warm_point_svr_layout():
     X, z = _data("regression")
     gamma = 0.1
     m = _fit(SVR(C=3.0, gamma=gamma, epsilon=0.1, tol=1e-5, warm_start=True, n_jobs=1), X, z)
-    st = m._warm_states[1][0]
+    st = _own_state(m)
     n = len(z)
     Q, y = svr_Q(rbf_kernel(X, gamma=gamma)), svr_y(n)
     for C_new, eps_new in [(3.0, 0.3), (1.0, 0.1), (0.2, 0.01)]:
         hi, p = np.full(2 * n, C_new), svr_p(z, eps_new)
-        a0, g0 = warm_point(st, hi, p, st.kernel_key)
+        a0, g0 = warm_point(st, hi, p, st.kernel)
         check_feasible(y, a0, hi, rel=1e-12)
         np.testing.assert_allclose(g0, Q @ a0 + p, rtol=0, atol=1e-4)
 
@@ -302,7 +309,7 @@ def test_warm_start_false_reuses_nothing():
     fresh = _fit(SVC(C=8.0, gamma=0.1, n_jobs=1), X, y)
     np.testing.assert_array_equal(m.n_iter_, fresh.n_iter_)
     np.testing.assert_array_equal(m.dual_coef_, fresh.dual_coef_)
-    assert not any(_warm_flags(m)) and not hasattr(m, "_warm_states")
+    assert not any(_warm_flags(m)) and not hasattr(m, "_warm_store")
     # refitting the same problem repeats the cold fit exactly
     _fit(m, X, y)
     np.testing.assert_array_equal(m.n_iter_, fresh.n_iter_)
@@ -340,9 +347,9 @@ def test_warm_start_on_other_data_is_cold_and_correct(est):
 def test_pickle_drops_the_warm_state():
     X, y = _data("wine")
     m = _fit(SVC(C=1.0, gamma=0.1, warm_start=True, n_jobs=1), X, y)
-    assert hasattr(m, "_warm_states")
+    assert hasattr(m, "_warm_store")
     m2 = pickle.loads(pickle.dumps(m))
-    assert not hasattr(m2, "_warm_states")
+    assert not hasattr(m2, "_warm_store")
     np.testing.assert_array_equal(m2.predict(X), m.predict(X))
     _fit(m2.set_params(C=10.0), X, y)
     _fit(m.set_params(C=10.0), X, y)
@@ -429,12 +436,11 @@ def test_svm_path_errors():
 
 
 def test_path_store_is_scoped():
-    """Fits outside a path do not see the path's store (no warm start leaks out of it)."""
+    """Only the fits handed the path's store (their search_rows) see it: no warm start leaks out."""
     X, y = _data("breast_cancer")
-    store = PathStore()
-    with path_context(store):
-        inside = _fit(SVC(C=1.0, gamma=0.1, n_jobs=1), X, y)
-        again = _fit(SVC(C=2.0, gamma=0.1, n_jobs=1), X, y)
+    rows = SearchRows(PathStore(), len(y))
+    inside = SVC(C=1.0, gamma=0.1, n_jobs=1).fit(X, y, search_rows=rows)
+    again = SVC(C=2.0, gamma=0.1, n_jobs=1).fit(X, y, search_rows=rows)
     assert not any(_warm_flags(inside)) and all(_warm_flags(again))
     outside = _fit(SVC(C=2.0, gamma=0.1, n_jobs=1), X, y)
     assert not any(_warm_flags(outside))
@@ -478,16 +484,16 @@ def _compare_searches(path_search, grid_search, atol):
 @pytest.fixture
 def solve_spy(monkeypatch):
     """Records, for every engine solve of the estimators, whether it was given a start point."""
-    import sparsekernel.svm as svm_module
+    import sparsekernel._engine as engine
 
     calls = []
-    real = svm_module._core.solve
+    real = engine._core.solve
 
-    def spy(*args):
-        calls.append(args[11] is not None)  # a0
-        return real(*args)
+    def spy(**kwargs):
+        calls.append(kwargs["a0"] is not None)
+        return real(**kwargs)
 
-    monkeypatch.setattr(svm_module._core, "solve", spy)
+    monkeypatch.setattr(engine._core, "solve", spy)
     return calls
 
 
@@ -582,7 +588,12 @@ def test_path_search_ties_broken_as_grid_search():
     assert ps.cv_results_["params"] == gs.cv_results_["params"]
 
 
-def test_path_search_rejects_other_estimators():
+def test_path_search_fits_other_estimators_as_grid_search():
+    """Where the path cannot help (another estimator) the search is GridSearchCV's, attributes too."""
     X, y = _data("iris")
-    with pytest.raises(ValueError, match="warm-started paths need a sparsekernel"):
-        PathSearchCV(SkSVC(), {"C": [1.0]}, cv=3).fit(X, y)
+    ps = PathSearchCV(SkSVC(), {"C": [0.5, 1.0]}, cv=3).fit(X, y)
+    gs = GridSearchCV(SkSVC(), {"C": [0.5, 1.0]}, cv=3).fit(X, y)
+    np.testing.assert_array_equal(ps.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"])
+    assert ps.best_params_ == gs.best_params_
+    public = lambda s: {k for k in vars(s) if k.endswith("_") and not k.startswith("_")}  # noqa: E731
+    assert public(ps) == public(gs)

@@ -25,9 +25,6 @@ from . import _core
 
 KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "laplacian": 4, "precomputed": 5}
 
-# separable terms of the SMO engine (_core.solve): psi(a) = p a, or C G(a / C) + p a (KLR)
-TERM_LINEAR, TERM_ENTROPIC = 0, 1
-
 # rows of test points per kernel block during prediction (bounds the memory of K(X, SV))
 _PREDICT_CHUNK_ENTRIES = 1 << 22
 

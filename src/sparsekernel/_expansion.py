@@ -20,9 +20,11 @@ import scipy.linalg as la
 from scipy.optimize import minimize
 
 from . import _core
-from ._base import KERNELS, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT, TERM_LINEAR, \
-    core_matrix
+from ._base import KERNELS, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT, core_matrix
+from ._engine import DualProblem, KernelSpec, SolverOptions, solve
 from ._kernel_grad import kernel_gradient
+
+_LINEAR = KernelSpec("linear", 1.0, 0.0, 1)
 
 # jitter tried on the diagonal of a kernel matrix whose Cholesky fails: eps * mean(diag) for these eps
 _JITTERS = (0.0,) + tuple(10.0**k for k in range(-12, 1))
@@ -98,13 +100,13 @@ class InnerSVM:
         g0 = None
         if self.alpha is not None:  # Q a - 1 for the warm start, in O(N n_z) instead of kernel rows
             g0 = self.y * (Phi @ (Phi.T @ (self.y * self.alpha))) - 1.0
-        r = _core.solve(core_matrix(Phi), KERNELS["linear"], 1.0, 0.0, 1, TERM_LINEAR, self.y, np.full(n, -1.0),
-                        None, np.zeros(n), self.upper, self.alpha, self.tol, self.max_iter, True, True, False, 0,
-                        self.cache_size, self.nthreads, self.token, False, False, 0, g0, None)
-        self.alpha = r["alpha"]
-        self.n_iter += int(r["n_iter"])
+        problem = DualProblem(y=self.y, p=np.full(n, -1.0), hi=self.upper)
+        options = SolverOptions(tol=self.tol, max_iter=self.max_iter, cache_mb=self.cache_size, threads=self.nthreads)
+        r = solve(Phi, _LINEAR, problem, options, a0=self.alpha, g0=g0, cancel=self.token)
+        self.alpha = r.alpha
+        self.n_iter += int(r.n_iter)
         self.last = r
-        return r["alpha"], -float(r["rho"])
+        return r.alpha, -float(r.rho)
 
 
 class Evaluation:

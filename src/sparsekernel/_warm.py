@@ -11,26 +11,25 @@ the equality constraint); s is the best point of that ray (warm_point). When the
 Q is too, so the gradient needs no kernel evaluation: G0 = s (G - p) + p_new. Otherwise the engine
 recomputes it from a0.
 
-Inside :func:`path_context` (used by ``svm_path`` and ``PathSearchCV``) fits also share a
-:class:`PathStore`: the states of every data set seen (one per CV fold) and, per data set, the engine
-session of the kernel being walked, whose row cache carries over from one C to the next.
+The fits of a path or a search (``svm_path``, ``sklr_path``, ``PathSearchCV``) share a
+:class:`PathStore`, handed to each fit explicitly (:class:`SearchRows`): the states of every data set
+seen (one per CV fold) and, per data set, the engine session of the kernel being walked, whose row
+cache carries over from one C to the next.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 
-def rows_digest(X):
-    """A digest of the points of X (values and sparsity structure), the index dtypes of CSR
-    normalised: the rows of a search's training set are recognised in every fold's copy."""
+def data_fingerprint(X, y, sample_weight=None):
+    """A digest of a fit's training data (X's values and sparsity structure, the index dtypes of CSR
+    normalised; labels; weights): which warm-start states and engine sessions apply to it."""
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((X.shape, str(X.dtype), sp.issparse(X))).encode())
     if sp.issparse(X):
@@ -39,26 +38,33 @@ def rows_digest(X):
         h.update(np.ascontiguousarray(X.indptr, dtype=np.int64).tobytes())
     else:
         h.update(np.ascontiguousarray(X).tobytes())
-    return h.hexdigest()
-
-
-class DataKey(NamedTuple):
-    """Keys of a fit's training data: ``rows`` (X alone: which rows of a search's training set)
-    and ``full`` (X, labels and weights: which warm-start states apply)."""
-
-    rows: str
-    full: str
-
-
-def data_fingerprint(X, y, sample_weight=None):
-    """The DataKey of a fit's training data."""
-    rows = rows_digest(X)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(rows.encode())
     h.update(np.ascontiguousarray(y).tobytes())
     if sample_weight is not None:
         h.update(np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes())
-    return DataKey(rows, h.hexdigest())
+    return h.hexdigest()
+
+
+class SearchRows(np.ndarray):
+    """How a search hands its state to its own fits: the fit parameter ``search_rows``.
+
+    An integer array, the fit's rows in the search's training set, that carries the search's
+    :class:`PathStore` (``store``) and whether the fit reads the search's X as it is (``raw``;
+    False for the last step of a Pipeline, which sees transformed data). The search passes
+    ``arange(n_samples)`` and scikit-learn's search slices it per fold like any other fit parameter
+    of n_samples entries (``_check_method_params``), so every fold's fit gets its own rows without
+    hashing its data, and a fit that is not the search's gets nothing."""
+
+    def __new__(cls, store, n_samples, raw=True):
+        obj = np.arange(n_samples, dtype=np.int64).view(cls)
+        obj.store, obj.raw = store, raw
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.store = getattr(obj, "store", None)
+        self.raw = getattr(obj, "raw", True)
+
+    def __reduce__(self):  # pickled (a process pool, a cluster): plain rows, no search
+        return np.asarray(self).__reduce__()
 
 
 @dataclass
@@ -69,10 +75,10 @@ class DualState:
     grad: np.ndarray
     hi: np.ndarray
     p: np.ndarray
-    kernel_key: tuple
+    kernel: object  # the KernelSpec it was solved with
 
 
-def warm_point(state, hi, p, kernel_key, entropic=False):
+def warm_point(state, hi, p, kernel, entropic=False):
     """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed.
 
     ``entropic``: the (S-)KLR dual, whose gradient G = Qa + C_i G'(a_i / C_i) + p is not linear in a,
@@ -92,12 +98,12 @@ def warm_point(state, hi, p, kernel_key, entropic=False):
     if entropic:
         if not np.array_equal(hi, state.hi):
             return None, None
-        return a.copy(), (state.grad - state.p + p if kernel_key == state.kernel_key else None)
+        return a.copy(), (state.grad - state.p + p if kernel == state.kernel else None)
     support = a > 0
     if not support.any():
-        return a.copy(), None if kernel_key != state.kernel_key else state.grad - state.p + p
+        return a.copy(), None if kernel != state.kernel else state.grad - state.p + p
     s_max = float(np.min(hi[support] / state.hi[support]))
-    same_kernel = kernel_key == state.kernel_key
+    same_kernel = kernel == state.kernel
     if same_kernel:
         Qa = state.grad - state.p
         A, B = float(a @ Qa), float(p @ a)
@@ -112,36 +118,48 @@ def warm_point(state, hi, p, kernel_key, entropic=False):
 
 @dataclass
 class RowSource:
-    """Where a fit on a search's fold reads its kernel rows: the search's SharedRows of its kernel,
-    the fold's rows in it (``index``), and the budget of each of the fit's own caches (MB)."""
+    """Where a fit on a search's fold reads its kernel rows: the search's SharedRows of its kernel and
+    the fold's rows in it (``index``)."""
 
     rows: object
     index: np.ndarray
-    local_mb: float
 
 
-#: Share of a search's cache budget given to the rows shared by all its fits (the rest is split
-#: between the fits' own caches of gathered rows). Measured in benchmarks/bench_path.py.
-SHARED_FRACTION = 0.5
+#: The most of the machine's available memory (at the start of a search) its shared kernel rows may
+#: hold; below it they hold every row (N^2 float32 values).
+SHARED_MEMORY_FRACTION = 0.25
+
+
+def shared_rows_mb(n_samples):
+    """The size (MB) of a search's shared kernel rows over n_samples points: all N^2 float32 values
+    when they fit SHARED_MEMORY_FRACTION of the available memory, else that much."""
+    from ._memory import available_bytes
+
+    want = (4.0 * n_samples * n_samples + 2**20) / 2**20
+    free = available_bytes()
+    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20)
 
 
 class PathStore:
     """Warm-start states, engine sessions and shared kernel rows for the fits of a path or a path
-    search.
+    search, handed to them explicitly (:class:`SearchRows`), and the estimator's own last solution
+    when ``warm_start=True``.
 
     Thread-safe: a session is handed to one fit at a time (taken, then given back); the shared rows
-    are read by every fit at once."""
+    are read by every fit at once. ``open`` turns False when the search's cross-validated fits are
+    done: its refit, which receives the same fit parameters, is then a plain fit."""
 
     def __init__(self, deadline=None):
         self._lock = threading.Lock()
         self.deadline = deadline  # time.perf_counter() at which the fits of the path stop (a search's budget)
+        self.open = True
+        self.fit_threads = None  # threads of each of the search's fits (None: the estimator's n_jobs)
+        self.data_key = None  # the estimator's own store: the data its states are for
         self._states = {}
-        self._sessions = {}  # problem key -> (kernel_key, session): the kernel being walked only
+        self._sessions = {}  # problem key -> (kernel, session): the kernel being walked only
         self._whole = None  # the search's training set, as the engine reads it
-        self._folds = {}  # rows digest of a fold's training points -> their rows in the whole set
-        self._budget_mb = 0.0
-        self._n_folds = 1
-        self._shared = None  # (kernel_key, SharedRows): the kernel being walked only
+        self._shared_mb = 0.0
+        self._shared = None  # (kernel, SharedRows): the kernel being walked only
         self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
         self.peak_bytes = 0  # the largest of theirs
         self.prefitted = {}  # prefit_key -> fitted state: a search's fits made on a cluster's workers
@@ -154,59 +172,52 @@ class PathStore:
         with self._lock:
             self._states[key] = state
 
-    def take_session(self, key, kernel_key):
+    def take_session(self, key, kernel):
         with self._lock:
             entry = self._sessions.get(key)
-            if entry is not None and entry[0] == kernel_key:
+            if entry is not None and entry[0] == kernel:
                 del self._sessions[key]
                 return entry[1]
             return None
 
-    def put_session(self, key, kernel_key, session):
+    def put_session(self, key, kernel, session):
         with self._lock:
             # one session per problem: a new kernel replaces (and frees) the previous one's cache
-            self._sessions[key] = (kernel_key, session)
+            self._sessions[key] = (kernel, session)
 
-    def share_rows(self, X, folds, cache_mb):
-        """Let the fits on ``X[fold]`` (``folds``: index arrays) read their kernel rows from one
-        SharedRows over X per kernel setting, within ``cache_mb`` MB for all of them together."""
+    def keep_only(self, data_key):
+        """The estimator's own store (warm_start=True) keeps the last data's states only."""
+        with self._lock:
+            if self.data_key != data_key:
+                self._states.clear()
+                self._sessions.clear()
+                self.data_key = data_key
+
+    def share_rows(self, X, shared_mb):
+        """Let the fits on rows of X (the search's training set) read their kernel rows from one
+        SharedRows over X per kernel setting, of ``shared_mb`` MB."""
         from ._base import core_matrix
 
         with self._lock:
             self._whole = core_matrix(X)
-            self._budget_mb = float(cache_mb)
-            self._n_folds = max(1, len(folds))
-            for fold in folds:
-                fold = np.asarray(fold, dtype=np.int64)
-                self._folds[rows_digest(X[fold])] = fold.astype(np.int32)
+            self._shared_mb = float(shared_mb)
 
-    def row_source(self, rows_key, kernel_key, n_problems):
-        """The RowSource of a fit whose training points have digest ``rows_key``, or None (not a
-        registered fold, or a precomputed kernel)."""
-        from . import _core
-        from ._base import KERNELS
+    def row_source(self, rows, kernel):
+        """The RowSource of a fit on rows ``rows`` of the search's training set, or None (no shared
+        rows registered, or a precomputed kernel)."""
+        from ._engine import shared_rows
 
         with self._lock:
-            index = self._folds.get(rows_key)
-            if index is None or kernel_key[0] not in KERNELS or kernel_key[0] == "precomputed":
+            if self._whole is None or kernel.name == "precomputed":
                 return None
-            if self._shared is None or self._shared[0] != kernel_key:
+            if self._shared is None or self._shared[0] != kernel:
                 if self._shared is not None:
                     self.kernel_evals += self._shared[1].kernel_evals
                     self.peak_bytes = max(self.peak_bytes, self._shared[1].peak_bytes)
-                name, gamma, coef0, degree = kernel_key
-                rows = _core.SharedRows(self._whole, KERNELS[name], float(gamma), float(coef0), int(degree),
-                                        self._shared_mb())
-                self._shared = (kernel_key, rows)
+                self._shared = (kernel, shared_rows(self._whole, kernel, self._shared_mb))
                 # the previous kernel's sessions hold gathered rows of a kernel no longer walked
-                self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel_key}
-            local = (self._budget_mb - self._shared_mb()) / (self._n_folds * max(1, n_problems))
-            return RowSource(self._shared[1], index, local)
-
-    def _shared_mb(self):
-        # SHARED_FRACTION of the budget, or less when every row fits in less (N^2 float32 values)
-        n = self._whole.shape[0]
-        return min(SHARED_FRACTION * self._budget_mb, (n * n * 4 + 2**20) / 2**20)
+                self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel}
+            return RowSource(self._shared[1], np.asarray(rows, dtype=np.int32))
 
     def shared_stats(self):
         """(kernel values computed, largest resident bytes) of the search's shared rows so far."""
@@ -217,10 +228,12 @@ class PathStore:
             return evals, peak
 
     def finish_folds(self):
-        """The folds are done (a search's refit follows): free their sessions and shared rows, and
-        return ``shared_stats()``."""
+        """The folds are done (a search's refit follows, a plain fit): close the store, free its
+        sessions and shared rows, and return ``shared_stats()``."""
         stats = self.shared_stats()
         self.clear()
+        self.open = False
+        self.deadline = None
         return stats
 
     def clear(self):
@@ -228,31 +241,15 @@ class PathStore:
         with self._lock:
             self._states.clear()
             self._sessions.clear()
-            self._folds.clear()
             self._shared = None
             self._whole = None
             self.prefitted = {}
 
 
-_active = []
-_active_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def path_context(store):
-    """Make ``store`` the one every SVC / SVR fit in this process uses until the block ends."""
-    with _active_lock:
-        _active.append(store)
-    try:
-        yield store
-    finally:
-        with _active_lock:
-            _active.remove(store)
-
-
-def active_store():
-    with _active_lock:
-        return _active[-1] if _active else None
+def search_store(search_rows):
+    """The open store a fit's ``search_rows`` carries, or None (a plain fit)."""
+    store = getattr(search_rows, "store", None)
+    return store if store is not None and store.open else None
 
 
 def prefit_key(model, X, y, sample_weight=None):
@@ -261,15 +258,15 @@ def prefit_key(model, X, y, sample_weight=None):
     params = tuple(sorted((k, repr(v)) for k, v in model.get_params(deep=False).items()))
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((type(model).__name__, params)).encode())
-    h.update(data_fingerprint(X, np.asarray(y), sample_weight).full.encode())
+    h.update(data_fingerprint(X, np.asarray(y), sample_weight).encode())
     return h.hexdigest()
 
 
-def restore_prefitted(model, X, y, sample_weight=None):
-    """Load into ``model`` the result of this very fit when a search made it on a cluster's worker
+def restore_prefitted(model, X, y, sample_weight=None, search_rows=None):
+    """Load into ``model`` the result of this very fit when its search made it on a cluster's worker
     (``PathSearchCV`` with joblib's dask backend); True if it did. Costs nothing outside such a
     search."""
-    store = active_store()
+    store = search_store(search_rows)
     if store is None or not store.prefitted or not (sp.issparse(X) or isinstance(X, np.ndarray)):
         return False
     state = store.prefitted.get(prefit_key(model, X, y, sample_weight))

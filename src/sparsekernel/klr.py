@@ -29,13 +29,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
-from . import _core
+from . import _engine
 from ._compact import BASES, CompactFit, fit_compact
-from ._warm import DualState, active_store, data_fingerprint, restore_prefitted, warm_point
+from ._engine import DualProblem, KernelSpec, SolverOptions
+from ._warm import PathStore, SearchRows, restore_prefitted
 from ._base import (
     one_thread,
-    KERNELS,
-    TERM_ENTROPIC,
     CallbackSupportMixin,
     FitMonitor,
     KernelEvaluator,
@@ -49,7 +48,6 @@ from ._base import (
     check_kernel_range,
     resolve_gamma,
     check_time_limit,
-    run_parallel,
     warn_if_stopped_early,
     with_callbacks,
 )
@@ -132,22 +130,15 @@ def dual_start(f, y, Ci, lam, lo, hi):
     return a
 
 
-def _solve_binary(Xc, y, Ci, lam, bound, params, *, tol, max_iter, shrinking, second_order, cache_size, threads,
-                  token=None, trace=False, time_limit=0.0, progress=None, f0=None, a0=None, g0=None, session=None):
-    """One binary (S-)KLR dual on the engine. Returns the engine's dict plus the box and the start.
-    The start is ``a0`` (with its gradient ``g0`` when known: a warm start), else the point
-    ``dual_start`` makes of ``f0``, decision values of a near-optimal model (the compact route's),
-    else the class-constant point. ``session``: the engine session (row cache) to solve in."""
-    lo = np.full(len(y), bound)
+def klr_problem(y, Ci, lam, bound, f0=None):
+    """The binary (S-)KLR dual as a DualProblem: psi_i(a) = C_i G(a / C_i) - lam a over the box
+    [bound, C_i - bound]. Its start (when no warm start applies) is the point ``dual_start`` makes
+    of ``f0``, decision values of a near-optimal model (the compact route's), else the
+    class-constant point."""
+    lo = np.full(len(y), float(bound))
     hi = Ci - bound
-    if a0 is None:
-        a0 = initial_point(Ci, y, lo, hi) if f0 is None else dual_start(f0, y, Ci, lam, lo, hi)
-    kernel, gamma, coef0, degree = params
-    r = _core.solve(Xc, kernel, gamma, coef0, degree, TERM_ENTROPIC, y, np.full(len(y), -float(lam)), Ci, lo, hi,
-                    a0, float(tol), int(max_iter), bool(shrinking), bool(second_order), False, 0, float(cache_size),
-                    threads, token, trace, g0=g0, session=session, time_limit=float(time_limit), progress=progress)
-    r["lo"], r["hi"] = lo, hi
-    return r
+    start = initial_point(Ci, y, lo, hi) if f0 is None else dual_start(f0, y, Ci, lam, lo, hi)
+    return DualProblem(y=y, p=np.full(len(y), -float(lam)), hi=hi, lo=lo, C=Ci, term="entropic", start=start)
 
 
 def _entropy_derivative(a, Ci):
@@ -161,8 +152,8 @@ def measured_rho(r, y, Ci, lam):
     g'^-1(a/C) = log(a / (C - a)); y_i s_i = (Qa)_i comes from the engine's final gradient
     G = Qa + log(a/(C - a)) - lam. Observation 1 says the result is rho = lam.
     """
-    a, G = r["alpha"], r["grad"]
-    free = (a > r["lo"]) & (a < r["hi"])
+    a, G = r.alpha, r.grad
+    free = (a > r.lo) & (a < r.hi)
     if not (np.any(free & (y > 0)) and np.any(free & (y < 0))):
         return np.nan, np.nan  # free variables of one class only: (20) cannot separate rho from b
     h = _entropy_derivative(a[free], Ci[free])
@@ -176,9 +167,9 @@ def measured_rho(r, y, Ci, lam):
 def primal_objective(r, y, Ci, lam):
     """The shifted primal P = 1/2 a'Qa + sum_i C_i log(1 + exp(lam - y_i f_i)) at (w(a), b),
     f_i = s_i - b, all from the final gradient."""
-    a, G = r["alpha"], r["grad"]
+    a, G = r.alpha, r.grad
     Qa = G - _entropy_derivative(a, Ci) + lam
-    margin = Qa - y * r["rho"]  # y_i f_i
+    margin = Qa - y * r.rho  # y_i f_i
     z = lam - margin
     loss = np.where(z > 0, z + log1p(np.exp(-np.abs(z))), log1p(np.exp(-np.abs(z))))
     return 0.5 * float(a @ Qa) + float(Ci @ loss)
@@ -187,7 +178,7 @@ def primal_objective(r, y, Ci, lam):
 def duality_gap(r, y, Ci, lam):
     """Relative gap (P + f) / P between the shifted primal at (w(a), b) and the dual f(a) (>= 0)."""
     P = primal_objective(r, y, Ci, lam)
-    return max(0.0, (P + r["obj"]) / max(P, np.finfo(float).tiny))
+    return max(0.0, (P + r.obj) / max(P, np.finfo(float).tiny))
 
 
 # ---------------------------------------------------------------------- lam='auto'
@@ -322,11 +313,12 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         return min(n_samples, int(self.n_components)), False
 
     @with_callbacks
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, search_rows=None):
         """Fit on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
 
-        Two classes give one problem; more give one-vs-rest problems (one per class)."""
-        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+        Two classes give one problem; more give one-vs-rest problems (one per class).
+        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
         threads = self._check_params()
@@ -336,66 +328,40 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             self._fit_compact(X, Xk, keep, problems, Ck, lam, threads, y)
             self.fit_time_ = time.perf_counter() - t0
             return self
-        results = self._solve_exact(X, y, sample_weight, keep, Xk, problems, Ck, lam, threads)
+        results = self._solve_exact(X, y, sample_weight, keep, Xk, problems, Ck, lam, threads, search_rows)
         self._store_model(X, keep, problems, Ck, lam, results)
         self.fit_time_ = time.perf_counter() - t0
         if self.verbose:
             for k, r in enumerate(results):
-                print(f"[sparsekernel] problem {k}: {r['n_iter']} iterations, gap {r['gap']:.3g}, "
-                      f"kept {int(np.sum(r['alpha'] > r['lo']))} of {len(r['alpha'])}, status {r['status']}")
-        warn_if_stopped_early(self, [r["status"] for r in results],
+                print(f"[sparsekernel] problem {k}: {r.n_iter} iterations, gap {r.gap:.3g}, "
+                      f"kept {int(np.sum(r.alpha > r.lo))} of {len(r.alpha)}, status {r.status}")
+        warn_if_stopped_early(self, [r.status for r in results],
                               f"Solver terminated early (max_iter={self.max_iter}): the KKT gap is above tol. "
                               "Raise max_iter or tol.")
         return self
 
-    def _solve_exact(self, X, y, sample_weight, keep, Xk, problems, Ck, lam, threads):
-        """The binary duals on the SMO engine. Inside a path (``svm_path``-style store: a
-        PathSearchCV, ``sklr_path``) a problem on the same data with the same box starts from the
-        previous solution (``_warm.warm_point``: a walk along lam at fixed C), in the previous solve's
-        engine session, and a fold of a PathSearchCV reads its kernel rows from the search's shared
-        rows. Otherwise, when the kernel rows cannot all stay cached, it starts from a compact fit."""
+    def _solve_exact(self, X, y, sample_weight, keep, Xk, problems, Ck, lam, threads, search_rows=None):
+        """The binary duals on the SMO engine. Inside a path (a PathSearchCV, ``sklr_path``: the
+        fit's ``search_rows``) a problem on the same data with the same box starts from the previous
+        solution (``_warm.warm_point``: a walk along lam at fixed C), in the previous solve's engine
+        session, and a fold of a PathSearchCV reads its kernel rows from the search's shared rows.
+        Otherwise, when the kernel rows cannot all stay cached, it starts from a compact fit."""
+        warmth = _engine.fit_warmth(None, X, y, sample_weight, search_rows).restricted(keep)
+        threads = warmth.fit_threads(threads)
         bounds = self._box_bounds(problems, Ck)
-        Xc = core_matrix(Xk)
-        params = (KERNELS[self.kernel], self._gamma, float(self.coef0), int(self.degree))
-        kernel_key = (self.kernel, float(self._gamma), float(self.coef0), int(self.degree))
+        kernel = (KernelSpec("precomputed") if self.kernel == "precomputed"
+                  else KernelSpec(self.kernel, self._gamma, self.coef0, self.degree))
         workers = threads if len(problems) >= threads else 1
-        inner = 1 if workers > 1 else threads
-        cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
-        store = active_store()
-        data_key = data_fingerprint(X, y, sample_weight) if store is not None else None
-        source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
-        warm = store is not None and all(store.state((data_key, k)) is not None for k in range(len(problems)))
-        starts = None if warm else self._compact_start(Xk, problems, Ck, lam, threads)
+        options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
+                                second_order=self.wss == "second",
+                                cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
+                                threads=1 if workers > 1 else threads)
+        starts = None if warmth.has_states(len(problems)) else self._compact_start(Xk, problems, Ck, lam, threads)
+        duals = [klr_problem(yk, Ck, lam, b, None if starts is None else starts[k])
+                 for k, (yk, b) in enumerate(zip(problems, bounds))]
         monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, parallel=workers > 1,
-                             deadline=getattr(store, "deadline", None))
-
-        def solve(task, token):
-            k, yk, b = task
-            progress = monitor.problem(k)
-            a0 = g0 = session = None
-            if store is not None:
-                key = (data_key, k)
-                hi, p = Ck - b, np.full(len(yk), -float(lam))
-                a0, g0 = warm_point(store.state(key), hi, p, kernel_key, entropic=True)
-                session = store.take_session(key, kernel_key)
-                if session is None:
-                    session = _core.Session(Xc, *params, yk, 0,
-                                            cache_mb if source is None else source.local_mb, inner,
-                                            None if source is None else source.rows,
-                                            None if source is None else np.ascontiguousarray(source.index[keep]))
-            r = _solve_binary(Xc, yk, Ck, lam, b, params, tol=self.tol, max_iter=self.max_iter,
-                              shrinking=self.shrinking, second_order=self.wss == "second",
-                              cache_size=cache_mb, threads=inner, token=token,
-                              time_limit=monitor.remaining(), progress=progress.engine_callback(),
-                              f0=None if starts is None else starts[k], a0=a0, g0=g0, session=session)
-            r["warm_started"] = a0 is not None
-            if store is not None:
-                store.put_session(key, kernel_key, session)
-                store.put_state(key, DualState(r["alpha"], r["grad"], r["hi"], p, kernel_key))
-            progress.end(r["n_iter"], r["gap"], len(yk), r["status"])
-            return r
-
-        results = run_parallel(solve, [(k, yk, b) for k, (yk, b) in enumerate(zip(problems, bounds))], workers)
+                             deadline=warmth.deadline)
+        results = _engine.solve_problems(Xk, kernel, duals, options, warmth=warmth, monitor=monitor, workers=workers)
         monitor.close()
         return results
 
@@ -521,29 +487,28 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         coef = np.zeros((n_prob, n_keep))
         kept = np.zeros(n_keep, dtype=bool)
         for k, (r, yk) in enumerate(zip(results, problems)):
-            above = r["alpha"] > r["lo"]  # at the lower bound counts as zero (S-KLR section 5.1)
-            coef[k, above] = (r["alpha"] * yk)[above]
+            above = r.alpha > r.lo  # at the lower bound counts as zero (S-KLR section 5.1)
+            coef[k, above] = (r.alpha * yk)[above]
             kept |= above
         support_local = np.flatnonzero(kept)
         self.support_ = keep[support_local].astype(np.int32)
         self.dual_coef_ = coef[:, support_local]
-        self.intercept_ = np.array([-r["rho"] for r in results])
+        self.intercept_ = np.array([-r.rho for r in results])
         self._set_support_vectors(X, self.support_)
         self.n_expansion_ = len(self.support_)
         self.sparsity_ = self.n_expansion_ / X.shape[0]
-        self.bound_ = np.array([float(r["lo"][0]) for r in results])
+        self.bound_ = np.array([float(r.lo[0]) for r in results])
         rb = [measured_rho(r, yk, Ck, lam) for r, yk in zip(results, problems)]
         self.rho_ = np.array([v[0] for v in rb])
         self.duality_gap_ = np.array([duality_gap(r, yk, Ck, lam) for r, yk in zip(results, problems)])
-        self.dual_objective_ = np.array([r["obj"] for r in results])
+        self.dual_objective_ = np.array([r.obj for r in results])
         self.objective_ = np.array([primal_objective(r, yk, Ck, lam) for r, yk in zip(results, problems)])
         self.solver_ = "smo"
-        self.kkt_gap_ = np.array([r["gap"] for r in results])
-        self.n_iter_ = np.array([r["n_iter"] for r in results], dtype=np.int64)
-        self.n_kernel_evals_ = np.array([r["kernel_evals"] for r in results], dtype=np.int64)
-        self.converged_ = all(r["status"] == 0 for r in results)
-        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "grad", "lo", "hi")}
-                              for r in results]
+        self.kkt_gap_ = np.array([r.gap for r in results])
+        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        self.n_kernel_evals_ = np.array([r.kernel_evals for r in results], dtype=np.int64)
+        self.converged_ = all(r.status == 0 for r in results)
+        self.solver_stats_ = [r.stats() for r in results]
         if n_prob == 1:  # the scalar forms for a binary problem
             self.rho_ = float(self.rho_[0])
             self.duality_gap_ = float(self.duality_gap_[0])
@@ -797,7 +762,7 @@ class SparseKernelLogisticRegression(_BaseKLR):
         check_positive("lam", self.lam, allow_zero=True)
         return float(self.lam)
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, search_rows=None):
         """Fit on X (dense or CSR; a kernel matrix for 'precomputed') and labels y, then the
         temperature of ``predict_proba`` on the training decision values.
 
@@ -808,12 +773,13 @@ class SparseKernelLogisticRegression(_BaseKLR):
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,) or None
+        search_rows : set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)
 
         Returns
         -------
         self
         """
-        super().fit(X, y, sample_weight)
+        super().fit(X, y, sample_weight, search_rows=search_rows)
         t0 = time.perf_counter()
         self.lam_ = self._lam()
         self.temperature_ = self._fit_temperature(X, y, sample_weight)
@@ -883,9 +849,9 @@ def klr_lambda_bound(X, y, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree
     g = resolve_gamma(gamma, X) if kernel != "precomputed" else 0.0
     threads = n_threads(n_jobs)
     Xc = core_matrix(X)
-    r = _solve_binary(Xc, ypm, Ci, 0.0, b, (KERNELS[kernel], g, float(coef0), int(degree)), tol=tol, max_iter=-1,
-                      shrinking=True, second_order=True, cache_size=200.0, threads=threads)
-    w = (float(C) - b - r["alpha"]) * ypm
+    spec = KernelSpec("precomputed") if kernel == "precomputed" else KernelSpec(kernel, g, coef0, degree)
+    r = _engine.solve(Xc, spec, klr_problem(ypm, Ci, 0.0, b), SolverOptions(tol=tol, cache_mb=200.0, threads=threads))
+    w = (float(C) - b - r.alpha) * ypm
     rows = np.flatnonzero(ypm < 0)
     if kernel == "precomputed":
         Kr = X[rows]
@@ -906,17 +872,15 @@ def lam_path_fits(estimator, X, y, lams, sample_weight=None):
     attributes, temperature included); its ``solver_stats_`` say ``warm_started``.
     """
     from sklearn.base import clone
-
-    from ._warm import PathStore, path_context
+    from sklearn.utils.validation import _num_samples
 
     store = PathStore()
+    rows = SearchRows(store, _num_samples(X))
     try:
         for lam in lams:
             check_positive("lam", lam, allow_zero=True)
-            # the store is active only during the fit: the caller's code between two yields (and an
-            # abandoned generator) must not see it
-            with path_context(store):
-                model = clone(estimator).set_params(lam=float(lam), solver="smo").fit(X, y, sample_weight)
+            model = clone(estimator).set_params(lam=float(lam), solver="smo").fit(X, y, sample_weight,
+                                                                               search_rows=rows)
             yield model, all(st["warm_started"] for st in model.solver_stats_)
     finally:
         store.clear()

@@ -19,10 +19,15 @@ from sklearn.base import clone
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils.validation import _num_samples
 
 from . import _core
-from ._base import canonical_csr, check_positive
-from ._warm import PathStore, active_store, path_context
+from ._base import available_threads, canonical_csr, check_positive
+from ._warm import PathStore, SearchRows, shared_rows_mb
+
+#: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, up to this many training
+#: points; one fit at a time with every thread beyond.
+PARALLEL_FOLDS_MAX_ROWS = 50_000
 
 
 def _walk_groups(candidates, param="C"):
@@ -61,11 +66,11 @@ def _walk_fold(estimator, X, y, train, group, fit_params, seconds):
     fit_params = _check_method_params(X, params=fit_params, indices=train)
     out = []
     store = PathStore(None if seconds is None else time.perf_counter() + seconds)
-    with path_context(store):
-        for params in group:
-            model = clone(estimator).set_params(**params)
-            model.fit(X_train, y_train, **fit_params)
-            out.append((prefit_key(model, X_train, y_train, fit_params.get("sample_weight")), model.__getstate__()))
+    rows = SearchRows(store, len(train))
+    for params in group:
+        model = clone(estimator).set_params(**params)
+        model.fit(X_train, y_train, **fit_params, search_rows=rows)
+        out.append((prefit_key(model, X_train, y_train, fit_params.get("sample_weight")), model.__getstate__()))
     store.clear()
     return out
 
@@ -74,20 +79,22 @@ def _walk_path_group(estimator, X, y, group, sample_weight, X_test, y_test, scor
     """One group of an ``svm_path`` (its fits at fixed kernel parameters, walked along C)."""
     scorer = check_scoring(estimator, scoring=scoring) if X_test is not None else None
     path = []
-    with path_context(PathStore()):
-        for params in group:
-            model = clone(estimator).set_params(**params)
-            t0 = time.perf_counter()
-            model.fit(X, y, sample_weight=sample_weight)
-            entry = {"params": params, "fit_time": time.perf_counter() - t0,
-                     "n_iter": int(np.sum(model.n_iter_)), "dual_objective": model.dual_objective_.copy(),
-                     "n_support": int(len(model.support_)),
-                     "warm_started": all(s["warm_started"] for s in model.solver_stats_)}
-            if scorer is not None:
-                entry["score"] = scorer(model, X_test, y_test)
-            if return_models:
-                entry["estimator"] = model
-            path.append(entry)
+    store = PathStore()
+    rows = SearchRows(store, _num_samples(X))
+    for params in group:
+        model = clone(estimator).set_params(**params)
+        t0 = time.perf_counter()
+        model.fit(X, y, sample_weight=sample_weight, search_rows=rows)
+        entry = {"params": params, "fit_time": time.perf_counter() - t0,
+                 "n_iter": int(np.sum(model.n_iter_)), "dual_objective": model.dual_objective_.copy(),
+                 "n_support": int(len(model.support_)),
+                 "warm_started": all(s["warm_started"] for s in model.solver_stats_)}
+        if scorer is not None:
+            entry["score"] = scorer(model, X_test, y_test)
+        if return_models:
+            entry["estimator"] = model
+        path.append(entry)
+    store.clear()
     return path
 
 
@@ -105,15 +112,36 @@ def _check_estimator(estimator, allow_klr=False):
         raise ValueError(f"warm-started paths need a sparsekernel {names}, got {type(estimator).__name__}")
 
 
-def _walked_param(estimator, param_grid):
+def _path_target(estimator, param_grid):
+    """(the sparsekernel estimator a search walks, the prefix of its parameters in the grid): the
+    estimator itself ("") or a Pipeline's last step ("name__"); (None, None) when the search cannot
+    help and fits cold as GridSearchCV (another estimator, or a grid that replaces the last step)."""
+    from sklearn.pipeline import Pipeline
+
+    from .klr import _BaseKLR
+    from .svm import SVC, SVR
+
+    kinds = (SVC, SVR, _BaseKLR)
+    if isinstance(estimator, kinds):
+        return estimator, ""
+    if isinstance(estimator, Pipeline) and estimator.steps and isinstance(estimator.steps[-1][1], kinds):
+        name = estimator.steps[-1][0]
+        grids = param_grid if isinstance(param_grid, list) else [param_grid]
+        if any(key in (name, "steps") for g in grids for key in g):
+            return None, None
+        return estimator.steps[-1][1], name + "__"
+    return None, None
+
+
+def _walked_param(estimator, param_grid, prefix=""):
     """The grid axis walked with warm starts: C, or for S-KLR lam when the grid has several (at
     fixed C the box stays, so lam's warm start is exact and needs no kernel evaluation)."""
     from .klr import _BaseKLR
 
     grids = param_grid if isinstance(param_grid, list) else [param_grid]
-    if isinstance(estimator, _BaseKLR) and any(len(np.atleast_1d(g.get("lam", []))) > 1 for g in grids):
-        return "lam"
-    return "C"
+    if isinstance(estimator, _BaseKLR) and any(len(np.atleast_1d(g.get(prefix + "lam", []))) > 1 for g in grids):
+        return prefix + "lam"
+    return prefix + "C"
 
 
 def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=None, X_test=None, y_test=None,
@@ -330,7 +358,11 @@ class PathSearchCV(BaseSearchCV):
         self.time_limit = time_limit
 
     def _run_search(self, evaluate_candidates, callback_ctx=None):
-        candidates = _walk_order(list(ParameterGrid(self.param_grid)), _walked_param(self.estimator, self.param_grid))
+        target, prefix = self._target
+        param = _walked_param(target, self.param_grid, prefix) if target is not None else None
+        candidates = list(ParameterGrid(self.param_grid))
+        if param is not None:
+            candidates = _walk_order(candidates, param)
         if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
             evaluate_candidates(candidates)
         else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
@@ -338,10 +370,9 @@ class PathSearchCV(BaseSearchCV):
                                                  sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
             evaluate_candidates(candidates, callback_ctx=search_ctx)
             search_ctx.call_on_fit_task_end(estimator=self)
-        store = active_store()
-        store.deadline = None  # the refit that follows is not bounded
-        # nor does it need the folds' caches
-        self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = store.finish_folds()
+        if self._store is not None:
+            # the refit that follows is a plain fit (not bounded, no folds' caches)
+            self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = self._store.finish_folds()
 
     def _format_results(self, candidate_params, n_splits, out, more_results=None):
         # evaluated in walk order, reported in ParameterGrid order (GridSearchCV's), so that
@@ -354,25 +385,34 @@ class PathSearchCV(BaseSearchCV):
             more_results = {k: [v[c] for c in order] for k, v in more_results.items()}
         return super()._format_results(candidate_params, n_splits, out, more_results)
 
-    def _share_rows(self, store, X, y, params):
-        """One kernel row cache per kernel setting for all the folds: register the folds' training
-        points (the splits are those BaseSearchCV.fit makes: same cv, same arguments)."""
-        from sklearn.base import is_classifier
-        from sklearn.model_selection import check_cv
-        from sklearn.utils.validation import check_array, indexable
+    def _share_rows(self, store, X, target):
+        """One kernel row store per kernel setting for all the folds, over the search's X as the
+        estimator reads it (a bare estimator only: a Pipeline's last step sees transformed data)."""
+        from sklearn.utils.validation import check_array
 
-        if callable(self.estimator.kernel) or self.estimator.kernel == "precomputed":
+        if callable(target.kernel) or target.kernel == "precomputed":
             return
         try:
             Xv = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C")
-            X_i, y_i = indexable(X, y)
-            cv = check_cv(self.cv, y_i, classifier=is_classifier(self.estimator))
-            folds = [train for train, _ in cv.split(X_i, y_i, params.get("groups"))]
-        except (TypeError, ValueError):  # left to BaseSearchCV.fit to report
+        except (TypeError, ValueError):  # left to the fits to report
             return
         if sp.issparse(Xv):
             Xv = canonical_csr(Xv)
-        store.share_rows(Xv, folds, float(self.estimator.cache_size))
+        store.share_rows(Xv, shared_rows_mb(Xv.shape[0]))
+
+    def _thread_policy(self, n_samples):
+        """(search jobs, threads per fit). n_jobs=None lets the search choose: folds in parallel with
+        one thread each up to PARALLEL_FOLDS_MAX_ROWS training points (an SMO step's O(N) passes do
+        not split well across threads, whole fits do), one fit at a time with every thread beyond.
+        A given n_jobs runs that many fits at once, sharing the threads. Never both at once."""
+        from joblib import effective_n_jobs
+
+        threads = available_threads()
+        if self.n_jobs is None:
+            jobs = threads if n_samples <= PARALLEL_FOLDS_MAX_ROWS else 1
+        else:
+            jobs = max(1, min(effective_n_jobs(self.n_jobs), threads) if self.n_jobs < 0 else int(self.n_jobs))
+        return jobs, (max(1, threads // jobs) if jobs > 1 else None)
 
     def _fit_on_cluster(self, X, y, params):
         """The cross-validated fits as tasks on the Dask cluster of the active joblib backend, one
@@ -397,18 +437,33 @@ class PathSearchCV(BaseSearchCV):
         return dict(entry for part in Parallel(n_jobs=-1)(tasks) for entry in part)
 
     def fit(self, X, y=None, **params):
-        """Run the warm-started search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
-        _check_estimator(self.estimator, allow_klr=True)
+        """Run the search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
+        from sklearn.utils._metadata_requests import _routing_enabled
+
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
-        store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
+        target, prefix = _path_target(self.estimator, self.param_grid)
+        if _routing_enabled() or (prefix and _on_dask()):
+            # routed fit parameters must be requested; a cluster's tasks take bare estimators: GridSearchCV's fits
+            target, prefix = None, None
+        self._target = (target, prefix)
+        self._store = None
+        for name in ("cluster_tasks_", "shared_kernel_evals_", "shared_cache_peak_bytes_"):
+            self.__dict__.pop(name, None)
+        if target is None:  # GridSearchCV's fits, and its fitted attributes only
+            return super().fit(X, y, **params)
         self.cluster_tasks_ = 0
-        if _on_dask():
+        self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = 0, 0
+        store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
+        if _on_dask():  # the fits on the cluster's workers; scored (and the refit made) here
             store.prefitted = self._fit_on_cluster(X, y, params)
-        else:
-            self._share_rows(store, X, y, params)
+        elif not prefix:
+            self._share_rows(store, X, target)
+        jobs, store.fit_threads = self._thread_policy(_num_samples(X))
+        params = {**params, prefix + "search_rows": SearchRows(store, _num_samples(X), raw=not prefix)}
+        self._store = store
         try:
-            with path_context(store), parallel_config(backend="threading"):
+            with parallel_config(backend="threading", n_jobs=jobs if self.n_jobs is None else None):
                 return super().fit(X, y, **params)
         except KeyboardInterrupt:
             # Ctrl-C reaches this thread only: the fits running in the search's threads are stopped
@@ -417,3 +472,5 @@ class PathSearchCV(BaseSearchCV):
             raise
         finally:
             store.clear()
+            store.open = False
+            self._store = None

@@ -16,11 +16,10 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from . import _core
-from ._warm import DualState, active_store, data_fingerprint, restore_prefitted, warm_point
+from . import _engine
+from ._engine import DualProblem, KernelSpec, SolverOptions
+from ._warm import restore_prefitted
 from ._base import (
-    KERNELS,
-    TERM_LINEAR,
     CallbackSupportMixin,
     FitMonitor,
     KernelEvaluator,
@@ -36,14 +35,12 @@ from ._base import (
     per_sample_bounds,
     check_kernel_range,
     resolve_gamma,
-    run_parallel,
     warn_if_stopped_early,
     with_callbacks,
 )
 
 SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
 SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
-PROBLEM_CLASSIFICATION, PROBLEM_REGRESSION = 0, 1  # one or two dual variables per sample
 
 # one-vs-one prediction through one (n_pairs, n_SV) coefficient matrix up to this many entries (128 MB)
 _OVO_COEF_ENTRIES = 1 << 24
@@ -134,12 +131,11 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         check_time_limit(self.time_limit)
         return n_threads(self.n_jobs)
 
-    def _monitor(self, n_problems, threads, X, y):
-        """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems."""
-        store = active_store()  # a PathSearchCV with a time_limit bounds its fits
+    def _monitor(self, n_problems, threads, X, y, warmth):
+        """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems (a
+        PathSearchCV with a time_limit bounds its fits: ``warmth.deadline``)."""
         return FitMonitor(self, n_problems, tol=float(self.tol), X=X, y=y,
-                          parallel=threads > 1 and n_problems >= threads,
-                          deadline=getattr(store, "deadline", None))
+                          parallel=threads > 1 and n_problems >= threads, deadline=warmth.deadline)
 
     def _route(self, X=None):
         """The engine route of a fit on X ('auto' resolved as above)."""
@@ -155,8 +151,10 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """The kernel the engine runs: a callable kernel's Gram matrix is a precomputed kernel."""
         return "precomputed" if callable(self.kernel) else self.kernel
 
-    def _kernel_key(self):
-        return (self._kernel_name(), float(self._gamma), float(self.coef0), int(self.degree))
+    def _kernel_spec(self):
+        if self._kernel_name() == "precomputed":
+            return KernelSpec("precomputed")
+        return KernelSpec(self._kernel_name(), self._gamma, self.coef0, self.degree)
 
     def _validate_fit_input(self, X, y, y_numeric=False):
         """X and y for fit, and the raw inputs of a callable kernel (X is then its Gram matrix)."""
@@ -206,95 +204,30 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             coef.flags.writeable = False
         return coef
 
-    def _warm_sources(self, X, y, sample_weight):
-        """(data key, store, previous states) for this fit: the path store when a path is being
-        walked, else the estimator's own last solution when warm_start=True."""
-        store = active_store()
-        if store is None and not self.warm_start:
-            return None, None, None
-        key = data_fingerprint(X, y, sample_weight)
-        own = getattr(self, "_warm_states", None)
-        if store is None and own is not None and own[0] == key:
-            return key, None, own[1]
-        return key, store, None
-
-    def _solve_problems(self, X, problems, threads, data_key=None, store=None, own_states=None, monitor=None):
-        """Solve the binary dual problems (dicts: idx, y, p, hi, problem type) with the engine,
-        warm-started where a previous solution on the same data exists, reporting to the fit's
-        monitor when given. Returns the engine's dicts."""
+    def _solve_problems(self, X, problems, threads, warmth=None, monitor=None):
+        """Solve the dual problems (DualProblems over rows of X) on the engine, warm-started where
+        ``warmth`` (``_engine.FitWarmth``) has a previous solution on the same data. Returns
+        SolveResults."""
         workers = threads if len(problems) >= threads else 1
-        inner_threads = 1 if workers > 1 else threads
-        cache_mb = float(self.cache_size) / workers  # the budget holds for the problems solved at once
-        kernel = self._kernel_name()
-        if kernel != "precomputed":
-            X = engine_storage(X, kernel)  # a dense X of mostly zeros (or one value per column): CSR
+        kernel = self._kernel_spec()
+        if kernel.name != "precomputed":
+            X = engine_storage(X, kernel.name)  # a dense X of mostly zeros (or one value per column): CSR
         route = self._route(X)
         self.solver_ = route
-        kernel_key = self._kernel_key() if kernel != "precomputed" else ("precomputed",)
-        # a fold of a PathSearchCV reads its kernel rows from the search's shared rows
-        source = store.row_source(data_key.rows, kernel_key, len(problems)) if store is not None else None
-        # warm_start=True outside a path: the last fit's engine sessions (row caches) on the same data
-        own_sessions = None
-        if store is None and self.warm_start and data_key is not None:
-            last = getattr(self, "_warm_sessions", None)
-            own_sessions = last[1] if last is not None and last[0] == data_key else {}
-
-        def solve(k, token):
-            pr = problems[k]
-            idx = pr["idx"]
-            if kernel == "precomputed":
-                Xp = np.ascontiguousarray(X[np.ix_(idx, idx)])
-            else:
-                Xp = X[idx] if len(idx) != X.shape[0] else X
-            key = None if data_key is None else (data_key, k)
-            prev = own_states[k] if own_states is not None else (store.state(key) if store is not None else None)
-            a0, g0 = warm_point(prev, pr["hi"], pr["p"], kernel_key)
-            Xc = core_matrix(Xp)
-            session = store.take_session(key, kernel_key) if store is not None else None
-            if own_sessions is not None and own_sessions.get(k, (None,))[0] == kernel_key:
-                session = own_sessions[k][1]
-            if (store is not None or own_sessions is not None) and session is None:
-                session = _core.Session(
-                    Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), pr["y"], pr["problem"],
-                    cache_mb if source is None else source.local_mb, inner_threads,
-                    None if source is None else source.rows,
-                    None if source is None else np.ascontiguousarray(source.index[idx]))
-            progress = monitor.problem(k) if monitor is not None else None
-            r = _core.solve(
-                Xc, KERNELS[kernel], self._gamma, float(self.coef0), int(self.degree), TERM_LINEAR,
-                pr["y"], pr["p"], None, np.zeros(len(pr["y"])), pr["hi"], a0, float(self.tol), int(self.max_iter),
-                bool(self.shrinking), route != "smo1", route == "batched", int(getattr(self, "working_set_size", 0) or 0),
-                cache_mb, inner_threads, token, False, route == "csmo", pr["problem"], g0, session,
-                monitor.remaining() if monitor is not None else 0.0,
-                progress.engine_callback() if progress is not None else None)
-            if progress is not None:
-                progress.end(r["n_iter"], r["gap"], len(pr["y"]), r["status"])
-            r["warm_started"] = a0 is not None
-            r["n_threads"] = inner_threads
-            if own_sessions is not None:
-                own_sessions[k] = (kernel_key, session)
-            if store is not None:
-                store.put_session(key, kernel_key, session)
-                store.put_state(key, DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key))
-            r["idx"] = idx
-            r["y"] = pr["y"]
-            return r
-
-        results = run_parallel(solve, list(range(len(problems))), workers)
-        if own_sessions is not None:
-            self._warm_sessions = (data_key, own_sessions)
-        if self.warm_start and data_key is not None:
-            self._warm_states = (data_key, [DualState(r["alpha"], r["grad"], pr["hi"], pr["p"], kernel_key)
-                                            for r, pr in zip(results, problems)])
-        return results
+        options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
+                                second_order=route != "smo1", batched=route == "batched",
+                                working_set_size=int(getattr(self, "working_set_size", 0) or 0),
+                                conjugate=route == "csmo",
+                                cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
+                                threads=1 if workers > 1 else threads)
+        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers)
 
     def _store_diagnostics(self, results):
-        self.n_kernel_evals_ = np.array([r["kernel_evals"] for r in results], dtype=np.int64)
-        self.dual_objective_ = np.array([r["obj"] for r in results])
-        self.kkt_gap_ = np.array([r["gap"] for r in results])
-        self.converged_ = all(r["status"] == 0 for r in results)
-        self.solver_stats_ = [{k: v for k, v in r.items() if k not in ("alpha", "grad", "idx", "y")}
-                              for r in results]
+        self.n_kernel_evals_ = np.array([r.kernel_evals for r in results], dtype=np.int64)
+        self.dual_objective_ = np.array([r.obj for r in results])
+        self.kkt_gap_ = np.array([r.gap for r in results])
+        self.converged_ = all(r.status == 0 for r in results)
+        self.solver_stats_ = [r.stats() for r in results]
         self.fit_status_ = 0 if self.converged_ else 1
 
     def _warn_if_not_converged(self):
@@ -304,8 +237,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def __getstate__(self):
         state = super().__getstate__()
-        state.pop("_warm_states", None)  # a warm start is a property of this process's last fit
-        state.pop("_warm_sessions", None)
+        state.pop("_warm_store", None)  # a warm start is a property of this process's last fit
         return state
 
 
@@ -461,9 +393,11 @@ class SVC(ClassifierMixin, _BaseSMO):
 
     # ------------------------------------------------------------------ fit
     @with_callbacks
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y."""
-        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+    def fit(self, X, y, sample_weight=None, *, search_rows=None):
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
+
+        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
         threads = self._check_params()
@@ -477,15 +411,16 @@ class SVC(ClassifierMixin, _BaseSMO):
             raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
                              "are sample_weight times class_weight)")
 
-        data_key, store, own = self._warm_sources(X, y, sample_weight)
+        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
+        threads = warmth.fit_threads(threads)
         pairs = _pairs(len(self.classes_))
         problems = []
         for a, b in pairs:
             idx = np.flatnonzero((y_enc == a) | (y_enc == b))
-            problems.append({"idx": idx, "y": np.where(y_enc[idx] == a, 1.0, -1.0), "p": np.full(len(idx), -1.0),
-                             "hi": np.ascontiguousarray(Ci[idx]), "problem": PROBLEM_CLASSIFICATION})
-        monitor = self._monitor(len(problems), threads, X, y)
-        results = self._solve_problems(X, problems, threads, data_key, store, own, monitor)
+            problems.append(DualProblem(y=np.where(y_enc[idx] == a, 1.0, -1.0), p=np.full(len(idx), -1.0),
+                                        hi=np.ascontiguousarray(Ci[idx]), idx=idx))
+        monitor = self._monitor(len(problems), threads, X, y, warmth)
+        results = self._solve_problems(X, problems, threads, warmth, monitor)
         monitor.close()
         self._store_model(X, y_enc, pairs, results, inputs)
         self._check_finite_model()
@@ -504,14 +439,14 @@ class SVC(ClassifierMixin, _BaseSMO):
         is_sv = np.zeros(n, dtype=bool)
         rho = np.empty(len(pairs))
         for k, ((a, b), r) in enumerate(zip(pairs, results)):
-            idx, alpha, yp = r["idx"], r["alpha"], r["y"]
+            idx, alpha, yp = r.idx, r.alpha, r.y
             nz = alpha > 0
             is_sv[idx[nz]] = True
             # coefficients of class-a SVs go to row b-1, those of class-b SVs to row a (LIBSVM)
             in_a = yp > 0
             coef_full[b - 1, idx[in_a]] = (yp * alpha)[in_a]
             coef_full[a, idx[~in_a]] = (yp * alpha)[~in_a]
-            rho[k] = r["rho"]
+            rho[k] = r.rho
         order = np.lexsort((np.arange(n), y_enc))
         support = order[is_sv[order]]
         self.support_ = support.astype(np.int32)
@@ -522,7 +457,7 @@ class SVC(ClassifierMixin, _BaseSMO):
         sign = -1.0 if n_classes == 2 else 1.0  # scikit-learn's binary convention: decision > 0 means classes_[1]
         self.dual_coef_ = self._public_coef(sign * self._dual_coef)
         self.intercept_ = sign * self._intercept
-        self.n_iter_ = np.array([r["n_iter"] for r in results], dtype=np.int64)
+        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
         self._store_diagnostics(results)
 
     def _fit_platt(self, X, problems, threads):
@@ -534,34 +469,33 @@ class SVC(ClassifierMixin, _BaseSMO):
 
         rng = check_random_state(self.random_state)
         tasks, sub = [], []
-        dec = [np.zeros(len(pr["idx"])) for pr in problems]
-        live = [np.flatnonzero(pr["hi"] > 0) for pr in problems]
+        dec = [np.zeros(len(pr.idx)) for pr in problems]
+        live = [np.flatnonzero(pr.hi > 0) for pr in problems]
         for k, pr in enumerate(problems):
             perm = live[k][rng.permutation(len(live[k]))]
             for f in range(_PLATT_FOLDS):
                 test = perm[f * len(perm) // _PLATT_FOLDS:(f + 1) * len(perm) // _PLATT_FOLDS]
                 train = np.setdiff1d(live[k], test)
-                y_train = pr["y"][train]
+                y_train = pr.y[train]
                 if np.all(y_train > 0) or np.all(y_train < 0):  # one class (or none) left: LIBSVM's +-1 / 0
                     dec[k][test] = np.sign(y_train.sum()) if len(train) else 0.0
                     continue
                 tasks.append((k, test))
-                sub.append({"idx": pr["idx"][train], "y": y_train, "p": pr["p"][train], "hi": pr["hi"][train],
-                            "problem": pr["problem"]})
+                sub.append(DualProblem(y=y_train, p=pr.p[train], hi=pr.hi[train], idx=pr.idx[train]))
         for (k, test), r in zip(tasks, self._solve_problems(X, sub, threads)):
-            dec[k][test] = self._problem_decision(X, r, problems[k]["idx"][test])
-        AB = [_sigmoid_calibration(dec[k][live[k]], (pr["y"][live[k]] > 0).astype(np.float64))
+            dec[k][test] = self._problem_decision(X, r, problems[k].idx[test])
+        AB = [_sigmoid_calibration(dec[k][live[k]], (pr.y[live[k]] > 0).astype(np.float64))
               for k, pr in enumerate(problems)]
         return np.array([a for a, _ in AB]), np.array([b for _, b in AB])
 
     def _problem_decision(self, X, r, rows):
         """sum_i y_i a_i K(x_i, x) - rho of one solved problem at the training points ``rows``."""
-        sv = r["alpha"] > 0
-        coef, sv_rows = (r["y"] * r["alpha"])[sv], r["idx"][sv]
+        sv = r.alpha > 0
+        coef, sv_rows = (r.y * r.alpha)[sv], r.idx[sv]
         if self._kernel_matrix_input():
-            return X[np.ix_(rows, sv_rows)] @ coef - r["rho"]
+            return X[np.ix_(rows, sv_rows)] @ coef - r.rho
         B = X[sv_rows]
-        return self._evaluator().decision(X[rows], B, core_matrix(B), coef[None, :], np.array([-r["rho"]]))[:, 0]
+        return self._evaluator().decision(X[rows], B, core_matrix(B), coef[None, :], np.array([-r.rho]))[:, 0]
 
     def _primal_coef(self):
         """w of every one-vs-one problem (scikit-learn's sign for two classes)."""
@@ -720,9 +654,11 @@ class SVR(RegressorMixin, _BaseSMO):
         self.time_limit = time_limit
 
     @with_callbacks
-    def fit(self, X, y, sample_weight=None):
-        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y."""
-        if restore_prefitted(self, X, y, sample_weight):  # made on a cluster by a PathSearchCV
+    def fit(self, X, y, sample_weight=None, *, search_rows=None):
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y.
+
+        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
         threads = self._check_common_params()
@@ -732,23 +668,24 @@ class SVR(RegressorMixin, _BaseSMO):
         n = X.shape[0]
         Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
         eps = float(self.epsilon)
-        problem = {"idx": np.arange(n), "y": np.r_[np.ones(n), -np.ones(n)], "p": np.r_[eps - z, eps + z],
-                   "hi": np.r_[Ci, Ci], "problem": PROBLEM_REGRESSION}
-        data_key, store, own = self._warm_sources(X, z, sample_weight)
-        monitor = self._monitor(1, threads, X, y)
-        (r,) = self._solve_problems(X, [problem], threads, data_key, store, own, monitor)
+        problem = DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z], hi=np.r_[Ci, Ci],
+                              kind="eps_svr")
+        warmth = _engine.fit_warmth(self, X, z, sample_weight, search_rows)
+        threads = warmth.fit_threads(threads)
+        monitor = self._monitor(1, threads, X, y, warmth)
+        (r,) = self._solve_problems(X, [problem], threads, warmth, monitor)
         monitor.close()
-        coef = r["alpha"][:n] - r["alpha"][n:]
+        coef = r.alpha[:n] - r.alpha[n:]
         support = np.flatnonzero(coef != 0)
         self.support_ = support.astype(np.int32)
         self.n_support_ = np.array([len(support)], dtype=np.int32)
         self._dual_coef = coef[support][None, :]
-        self._intercept = np.array([-r["rho"]])
+        self._intercept = np.array([-r.rho])
         self._check_finite_model()
         self.dual_coef_ = self._public_coef(self._dual_coef)
         self.intercept_ = self._intercept
         self._set_support_vectors(X, support, inputs)
-        self.n_iter_ = int(r["n_iter"])
+        self.n_iter_ = int(r.n_iter)
         self._store_diagnostics([r])
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_not_converged()

@@ -190,8 +190,8 @@ struct PySharedRows {
     std::unique_ptr<sk::SharedRows> rows;
 };
 
-Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, int degree, DArray y, int problem,
-                      double cache_mb, int nthreads, nb::object shared_obj, nb::object global_obj) {
+Session* make_session(nb::object X_obj, const sk::KernelParams& params, DArray y, int problem, double cache_mb,
+                      int nthreads, nb::object shared_obj, nb::object global_obj) {
     const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
     auto s = std::make_unique<Session>();  // freed (with its references) if a check below throws
     s->X_owner = X_obj;
@@ -211,7 +211,6 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
     s->l = int64_t(y.shape(0));
     s->y.assign(y.data(), y.data() + s->l);
     const std::size_t bytes = std::size_t(cache_mb * 1024.0 * 1024.0);
-    const auto params = make_params(kernel, gamma, coef0, degree);
     nthreads = std::max(1, nthreads);
     if (problem == 1) {
         if (2 * X.m.n != s->l) throw std::invalid_argument("session: eps-SVR needs 2 n labels");
@@ -225,7 +224,6 @@ Session* make_session(nb::object X_obj, int kernel, double gamma, double coef0, 
     return s.release();
 }
 
-// Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
 // The time limit and the progress report of a solve, polled by the engine with the GIL held: the
 // report (a Python callable progress(iter, gap, active_size) -> stop) at most every kInterval
 // seconds, so that it costs nothing measurable; an exception it raises stops the solve and is
@@ -277,14 +275,30 @@ private:
     std::unique_ptr<nb::python_error> error_;
 };
 
+// The options of one solve (the Python side's SolverOptions, _engine.py).
+struct SolveOptions {
+    double tol = 1e-3;
+    int64_t max_iter = -1;
+    bool shrinking = true;
+    bool second_order = true;
+    bool batched = false;
+    int64_t q = 0;  // the batched route's working-set size (0: chosen from N, the threads and the cache)
+    double cache_mb = 200.0;
+    int nthreads = 1;  // resolved from n_jobs in Python
+    bool conjugate = false;
+    bool trace = false;
+    double time_limit = 0.0;  // seconds (0: none)
+};
+
+// Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
 // psi_i(a) = p_i a (term 0: SVC, SVR) or C_i G(a / C_i) + p_i a (term 1: KLR / S-KLR with p = -lam).
 // problem 1 is eps-SVR: y, p, lo, hi (and a0, g0) have 2n entries for the n rows of X. A session, when
 // given, supplies the Q-provider (X and the kernel arguments are then those of the session).
-nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, int term, DArray y, DArray p,
-               nb::object C, DArray lo, DArray hi, nb::object a0, double tol, int64_t max_iter, bool shrinking,
-               bool second_order, bool batched, int64_t q, double cache_mb, int nthreads, CancelToken* cancel,
-               bool trace, bool conjugate, int problem, nb::object g0, Session* session, double time_limit,
-               nb::object progress) {
+nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOptions& options, int term, int problem,
+               DArray y, DArray p, nb::object C, DArray lo, DArray hi, nb::object a0, nb::object g0, Session* session,
+               CancelToken* cancel, nb::object progress) {
+    const double tol = options.tol, cache_mb = options.cache_mb, time_limit = options.time_limit;
+    const bool trace = options.trace, conjugate = options.conjugate;
     const int64_t l = int64_t(y.shape(0));
     if (problem != 0 && problem != 1) throw std::invalid_argument("solve: unknown problem code");
     const int64_t n_points = problem == 1 ? l / 2 : l;
@@ -311,13 +325,13 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
     if (term == 1 && scale.empty()) throw std::invalid_argument("solve: the entropic term needs C");
     sk::SolverOptions opt;
     opt.tol = tol;
-    opt.max_iter = max_iter;
-    opt.shrinking = shrinking && !trace;  // the trace's objective needs every gradient current
-    opt.second_order = second_order;
-    opt.batched = batched && !trace;
+    opt.max_iter = options.max_iter;
+    opt.shrinking = options.shrinking && !trace;  // the trace's objective needs every gradient current
+    opt.second_order = options.second_order;
+    opt.batched = options.batched && !trace;
     opt.conjugate = conjugate;
-    opt.q = q;
-    opt.nthreads = std::max(1, nthreads);  // resolved from n_jobs in Python
+    opt.q = options.q;
+    opt.nthreads = std::max(1, options.nthreads);
     std::vector<double> trace_values;
     if (trace) opt.trace = &trace_values;
     bool interrupted = false;
@@ -376,10 +390,10 @@ nb::dict solve(const PyMatrix& X, int kernel, double gamma, double coef0, int de
         } else if (session) {
             run(*session->kq);
         } else if (problem == 1) {
-            sk::SvrQ Q(X.m, make_params(kernel, gamma, coef0, degree), n_points, bytes, opt.nthreads);
+            sk::SvrQ Q(X.m, kernel, n_points, bytes, opt.nthreads);
             run(Q);
         } else {
-            sk::KernelQ Q(X.m, make_params(kernel, gamma, coef0, degree), y.data(), l, bytes, opt.nthreads);
+            sk::KernelQ Q(X.m, kernel, y.data(), l, bytes, opt.nthreads);
             run(Q);
         }
     }
@@ -453,29 +467,48 @@ NB_MODULE(_core, m) {
           "slots"_a, "nthreads"_a = 1);
     m.def("expansion_decision", &expansion_decision, "X"_a, "B"_a, "coef"_a, "intercept"_a, "kernel"_a, "gamma"_a,
           "coef0"_a, "degree"_a, "nthreads"_a = 1);
-    m.def("solve", &solve, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "term"_a, "y"_a, "p"_a, "C"_a.none(),
-          "lo"_a, "hi"_a, "a0"_a.none(), "tol"_a, "max_iter"_a, "shrinking"_a, "second_order"_a, "batched"_a, "q"_a,
-          "cache_mb"_a, "nthreads"_a, "cancel"_a.none() = nb::none(), "trace"_a = false, "conjugate"_a = false,
-          "problem"_a = 0, "g0"_a.none() = nb::none(), "session"_a.none() = nb::none(), "time_limit"_a = 0.0,
-          "progress"_a.none() = nb::none());
+    nb::class_<sk::KernelParams>(m, "KernelParams")
+        .def("__init__",
+             [](sk::KernelParams* self, int kernel, double gamma, double coef0, int degree) {
+                 new (self) sk::KernelParams(make_params(kernel, gamma, coef0, degree));
+             },
+             "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a)
+        .def_prop_ro("kernel", [](const sk::KernelParams& k) { return int(k.type); })
+        .def_ro("gamma", &sk::KernelParams::gamma)
+        .def_ro("coef0", &sk::KernelParams::coef0)
+        .def_ro("degree", &sk::KernelParams::degree);
+    nb::class_<SolveOptions>(m, "SolveOptions")
+        .def(nb::init<>())
+        .def_rw("tol", &SolveOptions::tol)
+        .def_rw("max_iter", &SolveOptions::max_iter)
+        .def_rw("shrinking", &SolveOptions::shrinking)
+        .def_rw("second_order", &SolveOptions::second_order)
+        .def_rw("batched", &SolveOptions::batched)
+        .def_rw("q", &SolveOptions::q)
+        .def_rw("cache_mb", &SolveOptions::cache_mb)
+        .def_rw("nthreads", &SolveOptions::nthreads)
+        .def_rw("conjugate", &SolveOptions::conjugate)
+        .def_rw("trace", &SolveOptions::trace)
+        .def_rw("time_limit", &SolveOptions::time_limit);
+    // keyword-only: one caller (sparsekernel/_engine.py), every argument named
+    m.def("solve", &solve, nb::kw_only(), "X"_a, "kernel"_a, "options"_a, "term"_a, "problem"_a, "y"_a, "p"_a,
+          "C"_a.none(), "lo"_a, "hi"_a, "a0"_a.none(), "g0"_a.none(), "session"_a.none(), "cancel"_a.none(),
+          "progress"_a.none());
     nb::class_<Session>(m, "Session")
-        .def("__init__", [](Session* self, nb::object X, int kernel, double gamma, double coef0, int degree, DArray y,
-                            int problem, double cache_mb, int nthreads, nb::object shared, nb::object global) {
-                 Session* s = make_session(X, kernel, gamma, coef0, degree, y, problem, cache_mb, nthreads, shared,
-                                           global);
+        .def("__init__", [](Session* self, nb::object X, const sk::KernelParams& kernel, DArray y, int problem,
+                            double cache_mb, int nthreads, nb::object shared, nb::object global) {
+                 Session* s = make_session(X, kernel, y, problem, cache_mb, nthreads, shared, global);
                  new (self) Session(std::move(*s));
                  delete s;
              },
-             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "y"_a, "problem"_a, "cache_mb"_a, "nthreads"_a,
+             nb::kw_only(), "X"_a, "kernel"_a, "y"_a, "problem"_a, "cache_mb"_a, "nthreads"_a,
              "shared"_a.none() = nb::none(), "global_index"_a.none() = nb::none())
         .def_prop_ro("cache_peak_bytes", [](const Session& s) {
             return int64_t(s.sq ? s.sq->cache().peak_bytes() : s.kq->cache().peak_bytes());
         });
     nb::class_<PySharedRows>(m, "SharedRows")
-        .def("__init__", [](PySharedRows* self, nb::object X_obj, int kernel, double gamma, double coef0, int degree,
-                            double cache_mb) {
+        .def("__init__", [](PySharedRows* self, nb::object X_obj, const sk::KernelParams& params, double cache_mb) {
                  const PyMatrix& X = nb::cast<const PyMatrix&>(X_obj);
-                 const auto params = make_params(kernel, gamma, coef0, degree);
                  if (params.type == sk::KernelType::precomputed)
                      throw std::invalid_argument("SharedRows: a precomputed kernel is already a matrix");
                  new (self) PySharedRows();
@@ -483,7 +516,7 @@ NB_MODULE(_core, m) {
                  self->rows = std::make_unique<sk::SharedRows>(X.m, params,
                                                                std::size_t(cache_mb * 1024.0 * 1024.0));
              },
-             "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "cache_mb"_a)
+             "X"_a, "kernel"_a, "cache_mb"_a)
         .def_prop_ro("kernel_evals", [](const PySharedRows& s) { return s.rows->kernel_evals(); })
         .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); });
     m.def(

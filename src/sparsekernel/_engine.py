@@ -1,0 +1,285 @@
+"""The seam between the estimators and the SMO engine.
+
+LIBSVM's split: the formulations (SVC's one-vs-one pairs, eps-SVR's doubled variables, (S-)KLR's
+entropic box, SLMC's inner SVM) describe their dual problems here as :class:`DualProblem` values and
+the one solver below (``_core.solve``, solver.hpp's ``Solver::solve``) solves them:
+
+    min_a 1/2 a'Qa + sum_i psi_i(a_i)   s.t.  y'a = 0,  lo <= a <= hi,   Q_ij = y_i y_j K(x_i, x_j)
+
+with psi_i(a) = p_i a (``term='linear'``) or C_i G(a / C_i) + p_i a (``term='entropic'``, KLR).
+
+This module is the only caller of ``_core.solve`` and the only reader of a search's state: a fit
+made by a search (``PathSearchCV``, ``svm_path``, ``sklr_path``) receives that state explicitly,
+as its ``search_rows`` fit parameter (:class:`sparsekernel._warm.SearchRows`: the fit's rows in
+the search's training set, tagged with the search's store); :func:`solve_problems` reads from it
+the warm starts, the engine sessions (row caches kept from one fit to the next), the kernel rows
+shared between folds and the search's deadline. A fit without it sees nothing of any search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+
+import numpy as np
+
+from . import _core
+from ._base import KERNELS, core_matrix, run_parallel
+from ._warm import DualState, PathStore, data_fingerprint, search_store, warm_point
+
+# the kinds of dual problem: one variable per point, or eps-SVR's two (a+ and a-) per point
+KINDS = {"binary": 0, "eps_svr": 1}
+TERMS = {"linear": 0, "entropic": 1}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel setting: its name and parameters (hashable: the key of warm starts, engine sessions
+    and shared kernel rows). ``precomputed``: X is the kernel matrix itself."""
+
+    name: str
+    gamma: float = 0.0
+    coef0: float = 0.0
+    degree: int = 3
+
+    def __post_init__(self):
+        if self.name not in KERNELS:
+            raise ValueError(f"unknown kernel {self.name!r}")
+        object.__setattr__(self, "gamma", float(self.gamma))
+        object.__setattr__(self, "coef0", float(self.coef0))
+        object.__setattr__(self, "degree", int(self.degree))
+
+    @property
+    def code(self):
+        return KERNELS[self.name]
+
+    @cached_property
+    def core(self):
+        """The kernel as the C++ core takes it."""
+        return _core.KernelParams(self.code, self.gamma, self.coef0, self.degree)
+
+    def __getstate__(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """How to solve: the engine's options (solver.hpp's SolverOptions)."""
+
+    tol: float = 1e-3
+    max_iter: int = -1
+    shrinking: bool = True
+    second_order: bool = True
+    batched: bool = False  # the two-level route
+    working_set_size: int = 0  # its q (0: chosen from N, the threads and the cache)
+    conjugate: bool = False  # CSMO directions on the pair route
+    cache_mb: float = 200.0
+    threads: int = 1
+    trace: bool = False  # record (objective, |da|^2, a) per step (tests, benchmarks)
+
+    def core(self, time_limit=0.0):
+        o = _core.SolveOptions()
+        o.tol, o.max_iter, o.shrinking, o.second_order = float(self.tol), int(self.max_iter), bool(self.shrinking), \
+            bool(self.second_order)
+        o.batched, o.q, o.conjugate = bool(self.batched), int(self.working_set_size or 0), bool(self.conjugate)
+        o.cache_mb, o.nthreads, o.trace = float(self.cache_mb), max(1, int(self.threads)), bool(self.trace)
+        o.time_limit = float(time_limit)
+        return o
+
+
+@dataclass
+class DualProblem:
+    """One dual problem over rows ``idx`` of the fit's X (None: all of them; eps-SVR's 2n variables
+    are over all n rows): labels y (+-1), linear term p, box [lo, hi] (lo None: 0), C_i of the
+    entropic term, and ``start``, the point to start from when no warm start applies (None: a = lo
+    for the linear term)."""
+
+    y: np.ndarray
+    p: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray | None = None
+    C: np.ndarray | None = None
+    term: str = "linear"
+    kind: str = "binary"
+    idx: np.ndarray | None = None
+    start: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.lo is None:
+            self.lo = np.zeros(len(self.y))
+
+    @property
+    def entropic(self):
+        return self.term == "entropic"
+
+
+@dataclass
+class SolveResult:
+    """What the engine returns for one problem: the solution, its gradient, the offset rho (the
+    decision function is sum_i y_i a_i K(x_i, x) - rho), the dual objective and the solve's
+    statistics; with the problem's y, box and rows for the formulation above."""
+
+    alpha: np.ndarray
+    grad: np.ndarray
+    rho: float
+    obj: float
+    gap: float
+    n_iter: int
+    n_outer_iter: int
+    q: int
+    status: int
+    conjugate_fallbacks: int
+    kernel_evals: int
+    cache_hits: int
+    cache_misses: int
+    cache_peak_bytes: int
+    trace: np.ndarray | None = None
+    trace_width: int | None = None
+    warm_started: bool = False
+    n_threads: int = 1
+    y: np.ndarray | None = field(default=None, repr=False)
+    lo: np.ndarray | None = field(default=None, repr=False)
+    hi: np.ndarray | None = field(default=None, repr=False)
+    idx: np.ndarray | None = field(default=None, repr=False)
+
+    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx")
+
+    def stats(self):
+        """The solve's statistics as a dict (an entry of the estimators' ``solver_stats_``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in self._ARRAYS and not (f.name.startswith("trace") and self.trace is None)}
+
+
+def solve(X, kernel, problem, options, *, a0=None, g0=None, session=None, cancel=None, time_limit=0.0, progress=None):
+    """Solve one DualProblem on X (a ``_core.Matrix`` over the problem's points, or an array) with
+    the kernel (KernelSpec), from a0 (None: ``problem.start``, else the lower bounds) with its
+    gradient g0 when known; ``session`` supplies the Q-provider (row cache) when given."""
+    if not isinstance(X, _core.Matrix):
+        X = core_matrix(X)
+    if a0 is None:
+        a0 = problem.start
+    r = _core.solve(X=X, kernel=kernel.core, options=options.core(time_limit), term=TERMS[problem.term],
+                    problem=KINDS[problem.kind], y=problem.y, p=problem.p, C=problem.C, lo=problem.lo, hi=problem.hi,
+                    a0=a0, g0=g0, session=session, cancel=cancel, progress=progress)
+    return SolveResult(**r, n_threads=options.threads, y=problem.y, lo=problem.lo, hi=problem.hi, idx=problem.idx)
+
+
+def open_session(X, kernel, problem, *, cache_mb, threads, shared=None, global_index=None):
+    """An engine session for the problem's labels: a Q-provider whose row cache outlives one solve
+    (a path walks C on it). With ``shared`` (a search's SharedRows) its rows come from there,
+    ``global_index`` mapping the problem's points to the shared set's rows."""
+    if not isinstance(X, _core.Matrix):
+        X = core_matrix(X)
+    return _core.Session(X=X, kernel=kernel.core, y=problem.y, problem=KINDS[problem.kind], cache_mb=float(cache_mb),
+                         nthreads=max(1, int(threads)), shared=shared,
+                         global_index=None if global_index is None else np.ascontiguousarray(global_index,
+                                                                                             dtype=np.int32))
+
+
+def shared_rows(X, kernel, cache_mb):
+    """A search's kernel rows over its whole training set X (one per kernel setting)."""
+    return _core.SharedRows(core_matrix(X) if not isinstance(X, _core.Matrix) else X, kernel.core, float(cache_mb))
+
+
+def problem_rows(X, problem, precomputed):
+    """The rows of X a problem is over (for a precomputed kernel, its block of the kernel matrix)."""
+    idx = problem.idx
+    if precomputed:
+        return X if idx is None or len(idx) == X.shape[0] else np.ascontiguousarray(X[np.ix_(idx, idx)])
+    return X if idx is None or len(idx) == X.shape[0] else X[idx]
+
+
+class FitWarmth:
+    """Where one fit's problems start and keep their engine sessions: a search's store (explicit, from
+    the fit's ``search_rows``), else the estimator's own last solution (``warm_start=True``), else
+    nowhere (a cold fit).
+
+    ``data_key`` names the fit's data (X as the engine sees it, labels and weights): a state or a
+    session applies only to the same data; ``rows`` are the fit's rows in the search's training
+    set when the fit reads the search's X as it is (shared kernel rows apply)."""
+
+    def __init__(self, store=None, data_key=None, rows=None, deadline=None, threads=None):
+        self.store = store
+        self.data_key = data_key
+        self.rows = rows
+        self.deadline = deadline
+        self.threads = threads  # the search's thread policy for its fits (None: the estimator's n_jobs)
+
+    def fit_threads(self, threads):
+        """The threads of the fit: the search's choice, else the estimator's own."""
+        return threads if self.threads is None else self.threads
+
+    @property
+    def active(self):
+        return self.store is not None
+
+    def restricted(self, keep):
+        """The FitWarmth of a fit that solves on rows ``keep`` of its X (KLR leaves out the points of
+        zero weight): the same states, the shared rows of those points."""
+        rows = None if self.rows is None or len(keep) == len(self.rows) else self.rows[keep]
+        return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads)
+
+    def has_states(self, n_problems):
+        return self.active and all(self.store.state((self.data_key, k)) is not None for k in range(n_problems))
+
+
+def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1):
+    """Solve the problems (DualProblems over rows of X) in ``workers`` threads (each with
+    ``options.threads`` of its own), warm-started and in kept sessions where ``warmth`` (FitWarmth)
+    has them, reporting to the fit's ``monitor`` (progress, time limit). Returns SolveResults."""
+    warmth = warmth if warmth is not None else FitWarmth()
+    store = warmth.store
+    precomputed = kernel.name == "precomputed"
+    source = None
+    if store is not None and warmth.rows is not None and not precomputed:
+        source = store.row_source(warmth.rows, kernel)
+    # sessions outlive the fit (a path, a search's folds): together a fit's keep its cache_size
+    session_mb = min(options.cache_mb, options.cache_mb * workers / len(problems))
+
+    def solve_one(k, token):
+        pr = problems[k]
+        Xc = core_matrix(problem_rows(X, pr, precomputed))
+        a0 = g0 = session = None
+        if store is not None:
+            key = (warmth.data_key, k)
+            a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic)
+            session = store.take_session(key, kernel)
+            if session is None:
+                rows_of = None if source is None else source.index[pr.idx if pr.idx is not None else slice(None)]
+                session = open_session(Xc, kernel, pr, cache_mb=session_mb, threads=options.threads,
+                                       shared=None if source is None else source.rows, global_index=rows_of)
+        progress = monitor.problem(k) if monitor is not None else None
+        r = solve(Xc, kernel, pr, options, a0=a0, g0=g0, session=session, cancel=token,
+                  time_limit=monitor.remaining() if monitor is not None else 0.0,
+                  progress=progress.engine_callback() if progress is not None else None)
+        if progress is not None:
+            progress.end(r.n_iter, r.gap, len(pr.y), r.status)
+        r.warm_started = a0 is not None
+        if store is not None:
+            store.put_session(key, kernel, session)
+            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel))
+        return r
+
+    return run_parallel(solve_one, list(range(len(problems))), workers)
+
+
+def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
+    """The FitWarmth of one fit of ``estimator`` on (X, y, sample_weight) as the engine sees them:
+    its search's (``search_rows``, see SearchRows), else with ``warm_start=True`` the estimator's
+    own store of its last fit's solutions and sessions, else none."""
+    store = search_store(search_rows)
+    if store is not None:
+        rows = np.asarray(search_rows) if search_rows.raw and len(search_rows) == X.shape[0] else None
+        return FitWarmth(store, data_fingerprint(X, y, sample_weight), rows, store.deadline, store.fit_threads)
+    if bool(getattr(estimator, "warm_start", False)):
+        own = estimator.__dict__.get("_warm_store")
+        if own is None:
+            own = estimator._warm_store = PathStore()
+        key = data_fingerprint(X, y, sample_weight)
+        own.keep_only(key)
+        return FitWarmth(own, key)
+    return FitWarmth()
