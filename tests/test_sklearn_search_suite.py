@@ -1,8 +1,8 @@
 """scikit-learn's own grid-search tests, run against sparsekernel.model_selection.PathSearchCV.
 
-The installed scikit-learn's ``sklearn/model_selection/tests/test_search.py`` is copied into two
+The installed scikit-learn's ``sklearn/model_selection/tests/test_search.py`` is copied into four
 temporary directories, each next to a generated ``conftest.py`` (tests/_sklearn_suite.py), and run
-twice at once:
+four times at once (two pairs, see WITH_SVC):
 
 * with ``sklearn.model_selection.GridSearchCV`` replaced by ``PathSearchCV`` when pytest loads the
   conftest, i.e. before the test module is imported. test_search.py takes GridSearchCV by
@@ -57,7 +57,13 @@ ID_ALIASES = {"PathSearchCV": "GridSearchCV"}  # substituted run's ids -> the ba
 EXPECTED_FAILURES = {
 }
 
-SUBPROCESS_TIMEOUT = 900  # seconds; the two inner runs take well under a minute together
+SUBPROCESS_TIMEOUT = 900  # seconds; the four inner runs take about a minute together
+
+
+# The second pair of runs puts sparsekernel.SVC in place of sklearn.svm.SVC in both (test_search.py
+# takes it by ``from sklearn.svm import SVC``): the searches over SVC then take PathSearchCV's own
+# route (warm-started walks, shared kernel rows), which the first pair does not reach.
+WITH_SVC = {"sklearn.svm.SVC": "sparsekernel.SVC"}
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +74,24 @@ def inner_runs(tmp_path_factory):
                     "sklearn/conftest.py) is not installed")
     work = tmp_path_factory.mktemp("sklearn_search_suite")
     title = "scikit-learn's search tests with sparsekernel.model_selection.PathSearchCV in place of "
-    substituted = write_suite(work / "path_search_cv", src, TEST_FILES, writer="test_sklearn_search_suite.py",
-                              substitutions=SUBSTITUTIONS, title=title + "sklearn.model_selection.GridSearchCV.")
-    baseline = write_suite(work / "grid_search_cv", src, TEST_FILES, writer="test_sklearn_search_suite.py",
-                           substitutions=SUBSTITUTIONS, substitute=False,
-                           title="scikit-learn's search tests, unmodified (the baseline).")
-    base, sub = run_suites([baseline, substituted], TEST_FILES, SUBPROCESS_TIMEOUT)
-    print(f"\ninner runs (at once): GridSearchCV {base.seconds:.1f} s, PathSearchCV {sub.seconds:.1f} s")
-    return base, sub
+    kw = dict(writer="test_sklearn_search_suite.py")
+    substituted = write_suite(work / "path_search_cv", src, TEST_FILES, substitutions=SUBSTITUTIONS,
+                              title=title + "sklearn.model_selection.GridSearchCV.", **kw)
+    baseline = write_suite(work / "grid_search_cv", src, TEST_FILES, substitutions=SUBSTITUTIONS, substitute=False,
+                           title="scikit-learn's search tests, unmodified (the baseline).", **kw)
+    substituted_svc = write_suite(work / "path_search_cv_svc", src, TEST_FILES,
+                                  substitutions={**SUBSTITUTIONS, **WITH_SVC},
+                                  title=title + "GridSearchCV, and sparsekernel.SVC in place of sklearn.svm.SVC.", **kw)
+    baseline_svc = write_suite(work / "grid_search_cv_svc", src, TEST_FILES, substitutions=WITH_SVC,
+                               title="scikit-learn's search tests with sparsekernel.SVC (the baseline).", **kw)
+    runs = run_suites([baseline, substituted, baseline_svc, substituted_svc], TEST_FILES, SUBPROCESS_TIMEOUT)
+    print("\ninner runs (at once): " + ", ".join(f"{r.work.name} {r.seconds:.1f} s" for r in runs))
+    return {"sklearn.svm.SVC": runs[:2], "sparsekernel.SVC": runs[2:]}
 
 
-def test_sklearn_search_suite(inner_runs):
-    base, sub = inner_runs
-    check_outcomes(canonical_ids(sub.results, ID_ALIASES), EXPECTED_FAILURES, what="scikit-learn search tests",
-                   substitutes="PathSearchCV", baseline=base.results, baseline_name="GridSearchCV")
+@pytest.mark.parametrize("svc", ["sklearn.svm.SVC", "sparsekernel.SVC"])
+def test_sklearn_search_suite(inner_runs, svc):
+    base, sub = inner_runs[svc]
+    check_outcomes(canonical_ids(sub.results, ID_ALIASES), EXPECTED_FAILURES,
+                   what=f"scikit-learn search tests (SVC = {svc})", substitutes="PathSearchCV",
+                   baseline=base.results, baseline_name="GridSearchCV")

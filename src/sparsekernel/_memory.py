@@ -102,15 +102,20 @@ def fit_budget(model, X, *, n_splits=None):
     :class:`Budget`), for a fitted ``model`` (the sizes a fit chose: NSSVC's largest s, the compact
     route's basis).
 
-    With ``n_splits``: a PathSearchCV of ``model`` over that many folds (``cache_size`` is the whole
-    search's; the splitter copies every fold's rows once, and the refit is not counted)."""
+    With ``n_splits``: a PathSearchCV of ``model`` over that many folds: each fold's kept caches
+    hold at most ``cache_size`` (a fold's binary problems share it), the shared kernel rows at most
+    N^2 float32 values (capped at SHARED_MEMORY_FRACTION of the available memory); the splitter
+    copies every fold's rows once, and the refit is not counted."""
     name = type(model).__name__
     n = X.shape[0]
     xb = x_bytes(X)
     cache = float(getattr(model, "cache_size", 0.0)) * MB
     if n_splits is not None:
+        from ._warm import shared_rows_mb
+
         c, k = _SMO[name]
-        return Budget(cache=cache, X=(c + 2.0) * xb, per_sample=2 * k * n, fixed=FIXED_BYTES)
+        return Budget(cache=n_splits * cache, shared_rows=shared_rows_mb(n) * MB, X=(c + 2.0) * xb,
+                      per_sample=2 * k * n, fixed=FIXED_BYTES)
     if name in _SMO:
         c, k = _SMO[name]
         terms = dict(cache=cache, X=c * xb, per_sample=k * n, fixed=FIXED_BYTES)

@@ -278,58 +278,73 @@ def sklr_path(X, y, *, lams, C=1.0, estimator=None, sample_weight=None, X_test=N
 
 
 class PathSearchCV(BaseSearchCV):
-    """Exhaustive search over a parameter grid with cross-validation that reuses its work: one kernel
-    row store per kernel setting for every fold and C, and fits warm-started along C (along lam for
-    S-KLR).
+    """Exhaustive search over a parameter grid with cross-validation that reuses its work: a drop-in
+    for :class:`sklearn.model_selection.GridSearchCV`.
 
-    The interface and the results (``cv_results_``, ``best_params_``, ``best_estimator_``, ...) are
-    those of :class:`sklearn.model_selection.GridSearchCV`; the estimator must be a sparsekernel SVC,
-    SVR, KernelLogisticRegression or SparseKernelLogisticRegression. ``cv_results_`` lists the
-    candidates in ParameterGrid order, as GridSearchCV does, so ties between best candidates are
-    broken the same way, and every fit reaches the solution of GridSearchCV's cold fit to the
-    estimator's ``tol``.
+    Any estimator can be searched. With a sparsekernel SVC, SVR, KernelLogisticRegression or
+    SparseKernelLogisticRegression, bare or as the last step of a Pipeline (e.g.
+    ``make_pipeline(StandardScaler(), SVC())`` with a grid over ``svc__C``, ``svc__gamma``), the
+    search walks the grid: on every fold the candidates are grouped by their other parameters and
+    each group is walked along C (along lam for S-KLR with several lam) in a serpentine order, every
+    fit starting from the same fold's previous solution (``sparsekernel._warm.warm_point``: exact for
+    a shrinking C and for S-KLR's lam at fixed C) in the previous fit's engine session (its row
+    cache). With any other estimator, or a grid that replaces the Pipeline's last step, the fits are
+    GridSearchCV's, cold. Either way the interface and the results (``cv_results_``,
+    ``best_params_``, ``best_estimator_``, ``error_score`` and FitFailedWarning, multimetric scoring,
+    ``return_train_score``, callbacks) are GridSearchCV's; ``cv_results_`` lists the candidates in
+    ParameterGrid order, so ties between best candidates are broken the same way, and every fit
+    reaches the solution of GridSearchCV's cold fit to the estimator's ``tol``.
 
-    Shared kernel rows: K(x_i, x_j) depends on neither the fold nor C, so the search keeps, per
-    kernel setting (gamma, ...), one store of kernel rows over its whole training set; every fold's
-    solver reads the rows of its points through an index map, so a row computed for one fold or one
-    C serves every other fit of that kernel setting (``shared_kernel_evals_`` counts what the
-    search computed). Fits of the KLR estimators that take the compact route (``solver='nystrom'``,
-    or 'auto' beyond 8,000 points) do not use it.
+    The search hands its state to its own fits only, as the fit parameter ``search_rows``
+    (``sparsekernel._warm.SearchRows``, which scikit-learn's search slices per fold like any fit
+    parameter): a fit elsewhere in the process, in another thread, sees nothing of it. With
+    scikit-learn's metadata routing enabled (``sklearn.set_config(enable_metadata_routing=True)``)
+    the fits are GridSearchCV's.
 
-    Walk: the candidates are grouped by their other parameters and each group is walked along C (or
-    lam) in a serpentine order; on every fold a fit starts from the same fold's previous solution
-    (``sparsekernel._warm.warm_point``: exact for a shrinking C and for S-KLR's lam at fixed C).
+    Shared kernel rows (a bare estimator): K(x_i, x_j) depends on neither the fold nor C, so the
+    search keeps, per kernel setting (gamma, ...), one store of kernel rows over its whole training
+    set; every fold's solver reads the rows of its points through an index map, so a row computed
+    for one fold or one C serves every other fit of that kernel setting (``shared_kernel_evals_``
+    counts what the search computed). A Pipeline's last step sees each fold's transformed data
+    (after a per-fold scaler the folds' kernels differ), so it keeps per-fold sessions only. Fits of
+    the KLR estimators that take the compact route (``solver='nystrom'``, or 'auto' beyond 8,000
+    points) are cold.
 
-    Memory: the estimator's ``cache_size`` is the whole search's budget: half for the shared rows,
-    half for the folds' own caches of the rows they gather (split between the folds and binary
-    problems). The refit of the best candidate runs after they are freed, with ``cache_size`` of its
-    own.
+    Memory: every fold keeps the engine sessions of its problems within the estimator's own
+    ``cache_size`` (what one of GridSearchCV's fits holds); the shared rows hold all N^2 float32
+    kernel values of the training set when they fit a quarter of the memory available at the start
+    of the search, else that quarter. The refit of the best candidate runs after both are freed, as a
+    plain fit.
+
+    Threads: with ``n_jobs=None`` the search decides: up to PARALLEL_FOLDS_MAX_ROWS training points
+    it runs as many fits at once as the process has threads, each on one thread (an SMO step's O(N)
+    passes do not split well across threads, whole fits do); beyond, one fit at a time with all
+    threads. With ``n_jobs`` given, that many fits at once share the threads. Never both at once.
+    The fits run in threads (the solves release the GIL), so the warm starts and shared rows stay in
+    one process.
 
     Parameters
     ----------
     estimator, param_grid, scoring, refit, cv, verbose, pre_dispatch, error_score, return_train_score :
         As :class:`sklearn.model_selection.GridSearchCV`.
     n_jobs : int or None, default=None
-        Fits run in this many threads (the solves release the GIL; warm starts need the fits in one
-        process). None runs them one after the other, each fit using the estimator's own threads.
-        For folds of up to ~10^4 samples, whose O(N) passes do not split well across threads,
-        ``n_jobs=-1`` with an estimator of ``n_jobs=1`` is faster (two folds' walks at once: 1.1x
-        to 2.3x in benchmarks/results/csmo.md).
+        Fits at once (threads); None: the search's choice above.
 
     time_limit : float or None, default=None
-        Seconds for the cross-validated fits of the whole search: every fit stops at the deadline
-        (as with SVC's own ``time_limit``: its current iterate, ``converged_ = False``, one
-        ConvergenceWarning), so the search always ends; the refit of the best candidate is not
-        bounded.
+        Seconds for the cross-validated fits of the whole search (a walked search only): every fit
+        stops at the deadline (as with SVC's own ``time_limit``: its current iterate,
+        ``converged_ = False``, one ConvergenceWarning), so the search always ends; the refit of the
+        best candidate is not bounded.
 
     On a cluster: inside ``with joblib.parallel_config(backend="dask"):`` (a ``distributed``
-    Client running), the cross-validated fits run on the cluster's workers as one task per fold x
-    group of candidates with the same kernel parameters, walked along C (or lam) with warm starts
-    inside the task; the client then scores them on the test folds in ``n_jobs`` threads and refits
-    the best candidate, as without a cluster (``cluster_tasks_`` counts the tasks). The kernel rows
-    shared between folds and the warm start from one kernel group to the next stay within a task's
-    process: every fit still reaches the solution of a cold fit to ``tol``. X must be a numpy array
-    or a scipy.sparse matrix, and ``cv`` must give the same splits when called twice.
+    Client running), the cross-validated fits of a bare sparsekernel estimator run on the cluster's
+    workers as one task per fold x group of candidates with the same kernel parameters, walked along
+    C (or lam) with warm starts inside the task; the client then scores them on the test folds in
+    threads and refits the best candidate, as without a cluster (``cluster_tasks_`` counts the
+    tasks). The kernel rows shared between folds and the warm start from one kernel group to the
+    next stay within a task's process: every fit still reaches the solution of a cold fit to
+    ``tol``. X must be a numpy array or a scipy.sparse matrix, and ``cv`` must give the same splits
+    when called twice. Other estimators and Pipelines are fitted as GridSearchCV fits them there.
 
     ``set_callbacks`` (scikit-learn >= 1.9) works as for GridSearchCV: one sub-task per candidate
     and split; an auto-propagated callback such as ``ProgressBar`` also shows each fit's binary
@@ -337,7 +352,7 @@ class PathSearchCV(BaseSearchCV):
 
     Attributes
     ----------
-    Those of GridSearchCV, and
+    Those of GridSearchCV, and after a walked search:
 
     shared_kernel_evals_ : int
         Kernel values computed by the shared row stores of the cross-validated fits.
@@ -345,6 +360,19 @@ class PathSearchCV(BaseSearchCV):
         The most memory one shared row store held.
     cluster_tasks_ : int
         Tasks the cross-validated fits ran as on a Dask cluster (0 without one).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekernel import SVC
+    >>> from sparsekernel.model_selection import PathSearchCV
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> search = PathSearchCV(make_pipeline(StandardScaler(), SVC()),
+    ...                       {"svc__C": [0.1, 1, 10], "svc__gamma": ["scale", 0.01]}).fit(X, y)
+    >>> sorted(search.best_params_)
+    ['svc__C', 'svc__gamma']
     """
 
     _parameter_constraints = dict(BaseSearchCV._parameter_constraints)
