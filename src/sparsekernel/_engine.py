@@ -273,8 +273,11 @@ def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
     own store of its last fit's solutions and sessions, else none."""
     store = search_store(search_rows)
     if store is not None:
-        rows = np.asarray(search_rows) if search_rows.raw and len(search_rows) == X.shape[0] else None
-        return FitWarmth(store, data_fingerprint(X, y, sample_weight), rows, store.deadline, store.fit_threads)
+        if search_rows.raw and len(search_rows) == X.shape[0]:
+            # X is rows ``search_rows`` of the search's training set: they name it (no pass over X)
+            rows = np.asarray(search_rows)
+            return FitWarmth(store, data_fingerprint(rows, y, sample_weight), rows, store.deadline, store.fit_threads)
+        return FitWarmth(store, data_fingerprint(X, y, sample_weight), None, store.deadline, store.fit_threads)
     if bool(getattr(estimator, "warm_start", False)):
         own = estimator.__dict__.get("_warm_store")
         if own is None:
