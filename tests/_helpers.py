@@ -152,3 +152,20 @@ def dual_objectives(model, K_sv):
             Kp = K_sv[np.ix_(pos, pos)]
             out.append(0.5 * c @ Kp @ c - np.abs(c).sum())
     return np.array(out)
+
+
+def spy_engine_solves(monkeypatch, argument):
+    """Record, for every engine solve from now on (``_engine``'s call of ``_core.solve``), whether it
+    was given ``argument`` ('a0': a start point, 'g0': its gradient, i.e. a warm start with the
+    kernel unchanged). Returns the list the calls append to."""
+    import sparsekernel._engine as engine
+
+    calls = []
+    real = engine._core.solve
+
+    def spy(**kwargs):
+        calls.append(kwargs[argument] is not None)
+        return real(**kwargs)
+
+    monkeypatch.setattr(engine._core, "solve", spy)
+    return calls

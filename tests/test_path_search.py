@@ -7,6 +7,7 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, StratifiedKFold
 
+from _helpers import spy_engine_solves
 from sparsekernel import SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression
 from sparsekernel._engine import DualProblem, KernelSpec, SolverOptions, open_session, shared_rows, solve
 from sparsekernel.model_selection import PathSearchCV
@@ -88,10 +89,8 @@ def test_rows_are_computed_once_per_kernel_setting():
     assert np.sum(ps.cv_results_["mean_test_evals"]) * 5 == pytest.approx(ps.shared_kernel_evals_)
 
 
-def test_shared_rows_hold_the_gram_matrix_when_it_fits():
-    """The memory policy: the shared rows are sized from the data (N^2 float32 values when they fit
-    a quarter of the available memory), so each kernel value is computed once per kernel setting,
-    whatever the estimator's cache_size."""
+def _searched_with_shared_rows():
+    """A PathSearchCV of 600 points with a 0.4 MB cache_size, checked against GridSearchCV's fits."""
     X, y = _classification(n=600)
     grid = {"C": [0.5, 5.0], "gamma": [0.05, 0.5]}
     cv = StratifiedKFold(3, shuffle=True, random_state=1)
@@ -99,6 +98,14 @@ def test_shared_rows_hold_the_gram_matrix_when_it_fits():
     ps = PathSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
     gs = GridSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
     _assert_objectives_equal(ps, gs, rtol=1e-6)
+    return ps
+
+
+def test_shared_rows_hold_the_gram_matrix_when_it_fits():
+    """The memory policy: the shared rows are sized from the data (N^2 float32 values when they fit
+    a quarter of the available memory), so each kernel value is computed once per kernel setting,
+    whatever the estimator's cache_size."""
+    ps = _searched_with_shared_rows()
     assert ps.shared_kernel_evals_ <= 2 * 600 * 600
     assert 0 < ps.shared_cache_peak_bytes_ <= 600 * 600 * 4 + 2**20
 
@@ -110,13 +117,7 @@ def test_shared_rows_stay_within_their_cap_and_results_hold(monkeypatch):
 
     cap_mb = 0.4  # the Gram matrix is 600^2 float32 = 1.4 MB
     monkeypatch.setattr(ms, "shared_rows_mb", lambda n: cap_mb)
-    X, y = _classification(n=600)
-    grid = {"C": [0.5, 5.0], "gamma": [0.05, 0.5]}
-    cv = StratifiedKFold(3, shuffle=True, random_state=1)
-    est = SVC(tol=1e-8, cache_size=0.4, n_jobs=1)
-    ps = PathSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
-    gs = GridSearchCV(est, grid, cv=cv, scoring=_objective, refit=False).fit(X, y)
-    _assert_objectives_equal(ps, gs, rtol=1e-6)
+    ps = _searched_with_shared_rows()
     assert 0 < ps.shared_cache_peak_bytes_ <= cap_mb * 2**20
     # rows were recomputed after eviction: more than one Gram matrix per gamma
     assert ps.shared_kernel_evals_ > 2 * 600 * 600
@@ -181,21 +182,11 @@ def test_groups_and_unregistered_data_still_search_correctly():
 def test_sklr_search_walks_lam_with_warm_starts(monkeypatch):
     """An S-KLR grid with several lam is walked along lam at fixed C: every fit but the first of a
     (fold, C) starts from the previous solution with its gradient (no kernel pass)."""
-    import sparsekernel._engine as engine
-
-    calls = []
-    real = engine._core.solve
-
-    def spy(**kwargs):
-        calls.append((kwargs["a0"] is not None, kwargs["g0"] is not None))
-        return real(**kwargs)
-
-    monkeypatch.setattr(engine._core, "solve", spy)
+    warm = spy_engine_solves(monkeypatch, "g0")
     X, y = _classification(n=200)
     grid = {"C": [1.0, 4.0], "lam": [0.0, 0.5, 1.0]}
     PathSearchCV(SparseKernelLogisticRegression(n_jobs=1), grid, cv=3, refit=False).fit(X, y)
-    warm = [g for _, g in calls]
-    assert len(calls) == 3 * 6
+    assert len(warm) == 3 * 6
     assert sum(warm) == 3 * 2 * 2  # per fold and C: the 2nd and 3rd lam
 
 
@@ -225,16 +216,7 @@ def test_pipeline_search_walks_the_last_step(est, monkeypatch):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    import sparsekernel._engine as engine
-
-    starts = []
-    real = engine._core.solve
-
-    def spy(**kwargs):
-        starts.append(kwargs["g0"] is not None)
-        return real(**kwargs)
-
-    monkeypatch.setattr(engine._core, "solve", spy)
+    starts = spy_engine_solves(monkeypatch, "g0")
     X, y = _classification(n=240)
     X = X * np.array([1, 10, 100, 1, 1, 0.1, 1, 5])  # scales the StandardScaler removes
     pipe = make_pipeline(StandardScaler(), est)

@@ -27,7 +27,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC as SkSVC
 
 from _dual import check_feasible, dual_objective, svc_Q, svr_dual_vector, svr_p, svr_Q, svr_y
-from _helpers import dataset, model_kernel, pair_coefs
+from _helpers import dataset, model_kernel, pair_coefs, spy_engine_solves
 from sparsekernel import SVC, SVR, PathSearchCV, svm_path
 from sparsekernel._engine import KernelSpec
 from sparsekernel._warm import DualState, PathStore, SearchRows, warm_point
@@ -484,17 +484,7 @@ def _compare_searches(path_search, grid_search, atol):
 @pytest.fixture
 def solve_spy(monkeypatch):
     """Records, for every engine solve of the estimators, whether it was given a start point."""
-    import sparsekernel._engine as engine
-
-    calls = []
-    real = engine._core.solve
-
-    def spy(**kwargs):
-        calls.append(kwargs["a0"] is not None)
-        return real(**kwargs)
-
-    monkeypatch.setattr(engine._core, "solve", spy)
-    return calls
+    return spy_engine_solves(monkeypatch, "a0")
 
 
 def test_path_search_warm_starts_every_fold(solve_spy):
