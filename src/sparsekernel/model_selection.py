@@ -22,7 +22,7 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils.validation import _num_samples
 
 from . import _core
-from ._base import available_threads, canonical_csr, check_positive
+from ._base import available_threads, canonical_csr, check_positive, engine_storage
 from ._warm import PathStore, SearchRows, shared_rows_mb
 
 #: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, up to this many training
@@ -426,7 +426,8 @@ class PathSearchCV(BaseSearchCV):
             return
         if sp.issparse(Xv):
             Xv = canonical_csr(Xv)
-        store.share_rows(Xv, shared_rows_mb(Xv.shape[0]))
+        # read as a fit reads its X (a dense X of mostly zeros, or of one value per column, as CSR)
+        store.share_rows(engine_storage(Xv, target.kernel), shared_rows_mb(Xv.shape[0]))
 
     def _thread_policy(self, n_samples):
         """(search jobs, threads per fit). n_jobs=None lets the search choose: folds in parallel with

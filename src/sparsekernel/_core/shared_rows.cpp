@@ -54,7 +54,11 @@ int64_t SharedRows::fetch(const int32_t* g, int64_t q, Row* out, int nthreads) {
         fresh.emplace_back(new float[std::max<int64_t>(1, n_)]);
         dst.push_back(fresh.back().get());
     }
-    kernel_->block<float>(src.data(), int64_t(src.size()), nullptr, n_, dst.data(), nthreads);
+    if (int64_t(src.size()) < kBlockMinRows) {  // a row or two: packing B for a block would cost as much
+        for (size_t k = 0; k < src.size(); ++k) kernel_->row(src[k], nullptr, 0, n_, dst[k], nthreads);
+    } else {
+        kernel_->block<float>(src.data(), int64_t(src.size()), nullptr, n_, dst.data(), nthreads);
+    }
     const int64_t computed = int64_t(src.size()) * n_;
     evals_ += computed;
     std::lock_guard<std::mutex> lock(mu_);

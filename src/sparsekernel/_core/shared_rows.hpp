@@ -25,6 +25,7 @@ namespace sk {
 class SharedRows {
 public:
     using Row = std::shared_ptr<const float[]>;
+    static constexpr int64_t kBlockMinRows = 4;
 
     SharedRows(const Matrix& X, const KernelParams& params, std::size_t budget_bytes);
 
@@ -32,7 +33,8 @@ public:
     double diag(int64_t g) const { return kernel_->value(g, g); }
 
     // out[r] = row g[r] for r < q; the missing rows are computed as one kernel block (without
-    // holding the lock) and kept when the budget allows. Returns the number of kernel values computed.
+    // holding the lock; fewer than kBlockMinRows one row at a time, the same values) and kept when
+    // the budget allows. Returns the number of kernel values computed.
     int64_t fetch(const int32_t* g, int64_t q, Row* out, int nthreads);
 
     int64_t capacity_rows() const { return n_ > 0 ? int64_t(budget_ / std::size_t(n_)) : 0; }

@@ -95,7 +95,7 @@ public:
             if (&m == &tails) tail_begin = std::min(tail_begin, valid);
         }
         if (shared_) {
-            for (size_t r = 0; r < fresh.pos.size(); ++r) fill_row(fresh.pos[r], 0, len, fresh.out[r]);
+            fill_rows_shared(fresh, len);
             return;
         }
         compute_block(fresh, 0, len);
@@ -198,6 +198,26 @@ private:
         std::vector<int64_t> pos;
         std::vector<float*> out;
     };
+
+    // the rows m over the active positions [0, len) from the shared rows, fetched as one group (the
+    // missing ones computed there as one kernel block), with the label signs
+    void fill_rows_shared(Misses& m, int64_t len) {
+        const int64_t nm = int64_t(m.pos.size());
+        if (nm == 0) return;
+        std::vector<int32_t> g(nm);
+        std::vector<SharedRows::Row> full(nm);
+        for (int64_t r = 0; r < nm; ++r) g[r] = global_[m.pos[r]];
+        kernel_evals += shared_->fetch(g.data(), nm, full.data(), nthreads_);
+        const int64_t nc = chunks_for(nm, double(len), nthreads_);
+        for_chunks(nc, nthreads_, [&](int64_t ch) {
+            for (int64_t r = nm * ch / nc; r < nm * (ch + 1) / nc; ++r) {
+                const float yi = float(y_[m.pos[r]]);
+                const float* k = full[r].get();
+                float* row = m.out[r];
+                for (int64_t t = 0; t < len; ++t) row[t] = yi * float(y_[t]) * k[global_[t]];
+            }
+        });
+    }
 
     // the rows m over the active positions [begin, len), with the label signs
     void compute_block(Misses& m, int64_t begin, int64_t len) {
