@@ -11,6 +11,7 @@ fold.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +23,7 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils.validation import _num_samples
 
 from . import _core
-from ._base import available_threads, canonical_csr, check_positive, engine_storage
+from ._base import available_threads, canonical_csr, check_positive, engine_storage, one_thread
 from ._warm import PathStore, SearchRows, shared_rows_mb
 
 #: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, up to this many training
@@ -391,13 +392,15 @@ class PathSearchCV(BaseSearchCV):
         candidates = list(ParameterGrid(self.param_grid))
         if param is not None:
             candidates = _walk_order(candidates, param)
-        if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
-            evaluate_candidates(candidates)
-        else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
-            search_ctx = callback_ctx.subcontext(task_name="search", max_subtasks=len(candidates) * self.n_splits_,
-                                                 sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
-            evaluate_candidates(candidates, callback_ctx=search_ctx)
-            search_ctx.call_on_fit_task_end(estimator=self)
+        # fits at once, each on one thread: BLAS too (scoring's products), or its threads spin beside them
+        with one_thread("blas") if self._store is not None and self._store.fit_threads == 1 else nullcontext():
+            if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
+                evaluate_candidates(candidates)
+            else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
+                search_ctx = callback_ctx.subcontext(task_name="search", max_subtasks=len(candidates) * self.n_splits_,
+                                                     sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
+                evaluate_candidates(candidates, callback_ctx=search_ctx)
+                search_ctx.call_on_fit_task_end(estimator=self)
         if self._store is not None:
             # the refit that follows is a plain fit (not bounded, no folds' caches)
             self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = self._store.finish_folds()
