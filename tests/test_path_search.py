@@ -293,6 +293,7 @@ def test_thread_policy_never_oversubscribes(n_jobs, monkeypatch):
     if n_jobs is None:
         assert (jobs, threads) == (4, 1)
         assert search._thread_policy(10**6) == (1, None)  # one fit at a time, every thread
+        assert search._thread_policy(500) == (1, None)  # fits too short for threads to pay
 
 
 def test_klr_walks_C_from_the_previous_models_decision_values():
