@@ -213,10 +213,6 @@ class FitWarmth:
         """The threads of the fit: the search's choice, else the estimator's own."""
         return threads if self.threads is None else self.threads
 
-    @property
-    def active(self):
-        return self.store is not None
-
     def restricted(self, keep):
         """The FitWarmth of a fit that solves on rows ``keep`` of its X (KLR leaves out the points of
         zero weight): the same states, the shared rows of those points."""
@@ -224,7 +220,7 @@ class FitWarmth:
         return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads)
 
     def has_states(self, n_problems):
-        return self.active and all(self.store.state((self.data_key, k)) is not None for k in range(n_problems))
+        return self.store is not None and all(self.store.state((self.data_key, k)) is not None for k in range(n_problems))
 
 
 def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1):

@@ -106,14 +106,11 @@ def _candidate_key(cand):
     return tuple(sorted((k, repr(v)) for k, v in cand.items()))
 
 
-def _check_estimator(estimator, allow_klr=False):
-    from .klr import _BaseKLR
+def _check_estimator(estimator):
     from .svm import SVC, SVR
 
-    kinds = (SVC, SVR, _BaseKLR) if allow_klr else (SVC, SVR)
-    if not isinstance(estimator, kinds):
-        names = "SVC, SVR, KernelLogisticRegression or SparseKernelLogisticRegression" if allow_klr else "SVC or SVR"
-        raise ValueError(f"warm-started paths need a sparsekernel {names}, got {type(estimator).__name__}")
+    if not isinstance(estimator, (SVC, SVR)):
+        raise ValueError(f"warm-started paths need a sparsekernel SVC or SVR, got {type(estimator).__name__}")
 
 
 def _path_target(estimator, param_grid):
