@@ -231,8 +231,8 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
     store = warmth.store
     precomputed = kernel.name == "precomputed"
     source = None
-    if store is not None and warmth.rows is not None and not precomputed:
-        source = store.row_source(warmth.rows, kernel)
+    if store is not None and not precomputed:
+        source = store.row_source(kernel, rows=warmth.rows, data_key=warmth.data_key, X=X)
     # sessions outlive the fit (a path, a search's folds): together a fit's keep its cache_size
     session_mb = min(options.cache_mb, options.cache_mb * workers / len(problems))
 

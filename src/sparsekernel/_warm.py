@@ -152,6 +152,18 @@ def shared_rows_mb(n_samples):
     return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20)
 
 
+def fold_rows_mb(n_samples, n_splits):
+    """The size (MB) of each fold's shared kernel rows in a Pipeline's search of n_splits folds over
+    n_samples points: all of a fold's (n_samples (n_splits - 1) / n_splits)^2 float32 values when the
+    n_splits folds' together fit SHARED_MEMORY_FRACTION of the available memory, else that share."""
+    from ._memory import available_bytes
+
+    n_fold = n_samples if n_splits < 2 else -(-n_samples * (n_splits - 1) // n_splits)
+    want = (4.0 * n_fold * n_fold + 2**20) / 2**20
+    free = available_bytes()
+    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20 / max(1, n_splits))
+
+
 class PathStore:
     """Warm-start states, engine sessions and shared kernel rows for the fits of a path or a path
     search, handed to them explicitly (:class:`SearchRows`), and the estimator's own last solution
@@ -172,6 +184,9 @@ class PathStore:
         self._whole = None  # the search's training set, as the engine reads it
         self._shared_mb = 0.0
         self._shared = None  # (kernel, SharedRows): the kernel being walked only
+        self._fold_mb = 0.0  # a Pipeline's search: each fold's own shared rows (MB), over its transformed X
+        self._fold_max = 0  # how many folds' rows are kept at once
+        self._fold_shared = {}  # data key -> (kernel, SharedRows), oldest first
         self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
         self.peak_bytes = 0  # the largest of theirs
         self.prefitted = {}  # prefit_key -> fitted state: a search's fits made on a cluster's workers
@@ -214,29 +229,53 @@ class PathStore:
             self._whole = core_matrix(X)
             self._shared_mb = float(shared_mb)
 
-    def row_source(self, rows, kernel):
-        """The RowSource of a fit on rows ``rows`` of the search's training set, or None (no shared
-        rows registered, or a precomputed kernel)."""
+    def share_fold_rows(self, mb_per_fold, max_folds):
+        """Let the fits on the same data (a fold of a Pipeline's search: the last step sees the fold's
+        transformed X, which only its own fits share) read their kernel rows from one SharedRows over
+        that data per kernel setting, of ``mb_per_fold`` MB, for at most ``max_folds`` data sets at
+        once (the oldest is freed first)."""
+        with self._lock:
+            self._fold_mb, self._fold_max = float(mb_per_fold), int(max_folds)
+
+    def row_source(self, kernel, rows=None, data_key=None, X=None):
+        """The RowSource of a fit: on rows ``rows`` of the search's training set (the search's
+        shared rows), else on its own data X named ``data_key`` (its fold's shared rows, when the
+        store keeps them); None without shared rows, or for a precomputed kernel."""
         from ._engine import shared_rows
 
         with self._lock:
-            if self._whole is None or kernel.name == "precomputed":
+            if kernel.name == "precomputed":
                 return None
-            if self._shared is None or self._shared[0] != kernel:
-                if self._shared is not None:
-                    self.kernel_evals += self._shared[1].kernel_evals
-                    self.peak_bytes = max(self.peak_bytes, self._shared[1].peak_bytes)
-                self._shared = (kernel, shared_rows(self._whole, kernel, self._shared_mb))
-                # the previous kernel's sessions hold gathered rows of a kernel no longer walked
-                self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel}
-            return RowSource(self._shared[1], np.asarray(rows, dtype=np.int32))
+            if rows is not None and self._whole is not None:
+                if self._shared is None or self._shared[0] != kernel:
+                    self._retire(self._shared)
+                    self._shared = (kernel, shared_rows(self._whole, kernel, self._shared_mb))
+                    # the previous kernel's sessions hold gathered rows of a kernel no longer walked
+                    self._sessions = {k: v for k, v in self._sessions.items() if v[0] == kernel}
+                return RowSource(self._shared[1], np.asarray(rows, dtype=np.int32))
+            if X is None or data_key is None or self._fold_max <= 0:
+                return None
+            entry = self._fold_shared.pop(data_key, None)
+            if entry is None or entry[0] != kernel:
+                self._retire(entry)
+                entry = (kernel, shared_rows(X, kernel, self._fold_mb))
+            self._fold_shared[data_key] = entry  # the newest last
+            while len(self._fold_shared) > self._fold_max:
+                self._retire(self._fold_shared.pop(next(iter(self._fold_shared))))
+            return RowSource(entry[1], np.arange(X.shape[0], dtype=np.int32))
+
+    def _retire(self, entry):
+        """Count a (kernel, SharedRows) that is being freed."""
+        if entry is not None:
+            self.kernel_evals += entry[1].kernel_evals
+            self.peak_bytes = max(self.peak_bytes, entry[1].peak_bytes)
 
     def shared_stats(self):
-        """(kernel values computed, largest resident bytes) of the search's shared rows so far."""
+        """(kernel values computed, largest resident bytes of one store) of the search's shared rows so far."""
         with self._lock:
-            current = self._shared[1] if self._shared is not None else None
-            evals = self.kernel_evals + (current.kernel_evals if current is not None else 0)
-            peak = max(self.peak_bytes, current.peak_bytes if current is not None else 0)
+            live = [e[1] for e in ([self._shared] if self._shared is not None else []) + list(self._fold_shared.values())]
+            evals = self.kernel_evals + sum(r.kernel_evals for r in live)
+            peak = max([self.peak_bytes] + [r.peak_bytes for r in live])
             return evals, peak
 
     def finish_folds(self):
@@ -255,6 +294,7 @@ class PathStore:
             self._sessions.clear()
             self._shared = None
             self._whole = None
+            self._fold_shared = {}
             self.prefitted = {}
 
 

@@ -24,7 +24,7 @@ from sklearn.utils.validation import _num_samples
 
 from . import _core
 from ._base import available_threads, canonical_csr, check_positive, engine_storage, one_thread
-from ._warm import PathStore, SearchRows, shared_rows_mb
+from ._warm import PathStore, SearchRows, fold_rows_mb, shared_rows_mb
 
 #: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, from PARALLEL_FOLDS_MIN_ROWS
 #: to PARALLEL_FOLDS_MAX_ROWS training points; one fit at a time with every thread otherwise (below,
@@ -432,6 +432,18 @@ class PathSearchCV(BaseSearchCV):
         # read as a fit reads its X (a dense X of mostly zeros, or of one value per column, as CSR)
         store.share_rows(engine_storage(Xv, target.kernel), shared_rows_mb(Xv.shape[0]))
 
+    def _cv_splits(self, X, y, params):
+        """The number of folds the search's cv makes of (X, y) (0: unknown here; the search reports
+        what is wrong with its cv)."""
+        from sklearn.base import is_classifier
+        from sklearn.model_selection import check_cv
+
+        try:
+            cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+            return int(cv.get_n_splits(X, y, params.get("groups")))
+        except (TypeError, ValueError):
+            return 0
+
     def _thread_policy(self, n_samples):
         """(search jobs, threads per fit). n_jobs=None lets the search choose: folds in parallel with
         one thread each from PARALLEL_FOLDS_MIN_ROWS to PARALLEL_FOLDS_MAX_ROWS training points (an
@@ -492,6 +504,11 @@ class PathSearchCV(BaseSearchCV):
             store.prefitted = self._fit_on_cluster(X, y, params)
         elif not prefix:
             self._share_rows(store, X, target)
+        elif not callable(target.kernel) and target.kernel != "precomputed":
+            # a Pipeline's last step sees each fold's transformed X: kernel rows shared by the fold's fits
+            n_splits = self._cv_splits(X, y, params)
+            if n_splits:
+                store.share_fold_rows(fold_rows_mb(_num_samples(X), n_splits), n_splits)
         jobs, store.fit_threads = self._thread_policy(_num_samples(X))
         params = {**params, prefix + "search_rows": SearchRows(store, _num_samples(X), raw=not prefix)}
         self._store = store
