@@ -232,6 +232,38 @@ def test_pipeline_search_walks_the_last_step(est, monkeypatch):
     if isinstance(est, SVC):  # (KLR's box moves with C: its C walk starts each fit afresh)
         assert sum(starts[:n_path]) == 3 * 2 * 2  # per fold and gamma: the 2nd and 3rd C
     np.testing.assert_array_equal(ps.predict(X), gs.predict(X))
+    # each fold's fits read one store of kernel rows over the fold's transformed X per gamma: no row
+    # is computed twice for a fold and gamma (3 folds of 160 points, 2 gammas)
+    assert 0 < ps.shared_kernel_evals_ <= 3 * 2 * 160 * 160
+
+
+def test_pipeline_fold_rows_are_kept_for_the_folds_only(monkeypatch):
+    """A Pipeline's search keeps at most one row store per fold (the oldest is freed first) and none
+    when the fold stores are turned off; the fits agree either way."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sparsekernel import _warm
+
+    X, y = _classification(n=240)
+    pipe = make_pipeline(StandardScaler(), SVC(tol=1e-8))
+    grid = {"svc__C": [0.5, 2.0], "svc__gamma": [0.05, 0.2]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    live = []
+    original = _warm.PathStore.row_source
+
+    def spy(self, kernel, rows=None, data_key=None, X=None):
+        source = original(self, kernel, rows=rows, data_key=data_key, X=X)
+        live.append(len(self._fold_shared))
+        return source
+
+    monkeypatch.setattr(_warm.PathStore, "row_source", spy)
+    ps = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    assert live and max(live) <= 3
+    monkeypatch.setattr(_warm.PathStore, "share_fold_rows", lambda self, mb, n: None)
+    off = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    assert off.shared_kernel_evals_ == 0
+    np.testing.assert_allclose(ps.cv_results_["mean_test_score"], off.cv_results_["mean_test_score"], rtol=1e-6)
 
 
 def test_failing_fits_give_error_score_and_a_warning():

@@ -307,14 +307,16 @@ class PathSearchCV(BaseSearchCV):
     set; every fold's solver reads the rows of its points through an index map, so a row computed
     for one fold or one C serves every other fit of that kernel setting (``shared_kernel_evals_``
     counts what the search computed). A Pipeline's last step sees each fold's transformed data
-    (after a per-fold scaler the folds' kernels differ), so it keeps per-fold sessions only. Fits of
+    (after a per-fold scaler the folds' kernels differ): there each fold keeps its own store of
+    kernel rows over its transformed X, per kernel setting, which all the fold's fits read. Fits of
     the KLR estimators that take the compact route (``solver='nystrom'``, or 'auto' beyond 8,000
     points) are cold.
 
     Memory: every fold keeps the engine sessions of its problems within the estimator's own
     ``cache_size`` (what one of GridSearchCV's fits holds); the shared rows hold all N^2 float32
     kernel values of the training set when they fit a quarter of the memory available at the start
-    of the search, else that quarter. The refit of the best candidate runs after both are freed, as a
+    of the search, else that quarter (a Pipeline: each of the k folds' stores all of the fold's
+    float32 kernel values, when the k fit that quarter, else a k-th of it). The refit of the best candidate runs after both are freed, as a
     plain fit.
 
     Threads: with ``n_jobs=None`` the search decides: from PARALLEL_FOLDS_MIN_ROWS (1,000) to
