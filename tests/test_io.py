@@ -133,6 +133,36 @@ def test_save_writes_exactly_the_path(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]  # no .npz appended, no temporary left
 
 
+@pytest.mark.parametrize("proc", [True, False], ids=["proc", "os.umask"])
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_saved_file_follows_the_umask(tmp_path, monkeypatch, umask, proc):
+    """A model file gets 0o666 less the umask, like any file the user creates (mkstemp's 0600 was kept)."""
+    import os
+    import stat
+
+    import sparsekernel.io as skio
+
+    if not proc:  # no /proc: the umask read by setting and restoring it
+        def no_proc(path, *args, **kwargs):
+            if str(path).startswith("/proc/"):
+                raise FileNotFoundError(path)
+            return open(path, *args, **kwargs)
+        monkeypatch.setattr(skio, "open", no_proc, raising=False)
+    X, y = _data(2, sparse=False)
+    model = SVC().fit(X, y)
+    old = os.umask(umask)
+    try:
+        save_model(model, tmp_path / "new.skm")
+        (tmp_path / "old.skm").write_bytes(b"")
+        os.chmod(tmp_path / "old.skm", 0o600)
+        save_model(model, tmp_path / "old.skm")  # a replaced file too
+        assert os.umask(umask) == umask  # the fallback restored it
+    finally:
+        os.umask(old)
+    for name in ("new.skm", "old.skm"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o666 & ~umask, name
+
+
 @pytest.mark.parametrize("model, match", [
     (SVC(kernel="precomputed"), "precomputed"),
     (SVC(kernel=lambda A, B: A @ B.T), "callable"),

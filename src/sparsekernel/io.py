@@ -132,7 +132,8 @@ def save_model(model, path):
         A fitted SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC
         or SparseKFD with a named kernel (not 'precomputed', not a callable).
     path : str or path-like
-        Where to write (replaced atomically; no extension is added).
+        Where to write (replaced atomically; no extension is added). The file gets the mode of
+        any new file of the process (0o666 less the umask).
 
     Returns
     -------
@@ -186,11 +187,26 @@ def save_model(model, path):
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez_compressed(f, **arrays)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 -> the mode any new file of the user gets
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
     return header
+
+
+def _umask():
+    """The process's umask: from /proc (Linux), else set and restored (not thread-safe, so the fallback)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------------- load
