@@ -15,6 +15,7 @@ from sklearn.datasets import dump_svmlight_file, load_svmlight_file, make_classi
 import sparsekernel
 from sparsekernel import SVC, KernelLogisticRegression, SparseKernelLogisticRegression, load_model, save_model
 from sparsekernel.cli import main
+from sparsekernel.io import FORMAT_VERSION
 
 
 # the subprocess imports the sparsekernel this process tests (a source tree on a relative PYTHONPATH too)
@@ -164,7 +165,7 @@ def bad_files(data):
     with np.load(d / "good.skm", allow_pickle=False) as f:
         members = {k: f[k] for k in f.files}
     header = json.loads(bytes(members["__header__"]).decode())
-    header["format_version"] += 1
+    header["format_version"] = FORMAT_VERSION + 1
     members["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     with open(d / "newer.skm", "wb") as f:
         np.savez_compressed(f, **members)

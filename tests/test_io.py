@@ -11,6 +11,8 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 import sparsekernel
 from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, SparseKFD,
@@ -117,7 +119,7 @@ def test_header_contents(tmp_path):
     model = SVC(C=3.0, gamma="scale", class_weight={0: 1.0, 1: 2.0}).fit(X, y)
     header = save_model(model, tmp_path / "m.skm")
     assert header == read_header(tmp_path / "m.skm")
-    assert header["format_version"] == FORMAT_VERSION and header["library_version"] == sparsekernel.__version__
+    assert header["format_version"] == 1 and header["library_version"] == sparsekernel.__version__  # no Pipeline: 1
     assert header["estimator"] == "SVC" and header["params"]["C"] == 3.0
     assert header["kernel"] == {"kernel": "rbf", "gamma": model._gamma, "coef0": 0.0, "degree": 3}
     assert "class_weight" in header["dropped_params"]  # a dict with int keys is no JSON object
@@ -178,6 +180,83 @@ def test_unsupported_models(tmp_path, model, match):
 def test_unfitted_model(tmp_path):
     with pytest.raises(NotFittedError):
         save_model(SVC(), tmp_path / "m.skm")
+    X, y = _data(2, sparse=False)
+    with pytest.raises(NotFittedError):  # a Pipeline whose scaler was never fitted
+        save_model(Pipeline([("scale", StandardScaler()), ("svc", SVC().fit(X, y))]), tmp_path / "m.skm")
+
+
+# ---------------------------------------------------------------------- pipelines
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("name", ["svc_proba", "sklr", "nssvc_rbf", "svr"])
+def test_round_trip_pipeline(tmp_path, name, sparse):
+    """StandardScaler (with_mean=False for sparse input) then an estimator: loaded as the same
+    Pipeline (step names, scaler state), predicting bit for bit; the file is format version 2."""
+    if name == "svr":
+        X, y = make_regression(80, n_features=5, noise=0.5, random_state=0)
+        X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if sparse else X
+        final = SVR(C=10.0)
+    else:
+        X, y = _data(3, sparse)
+        final = CLASSIFIERS[name]()
+    X = X * 50.0 + (0.0 if sparse else 7.0)  # features far from standardised
+    model = _fit(lambda: make_pipeline(StandardScaler(with_mean=not sparse), final), X, y)
+    header = save_model(model, tmp_path / "pipe.skm")
+    assert header["format_version"] == 2 == FORMAT_VERSION and header["estimator"] == type(final).__name__
+    assert header["pipeline"]["steps"] == [n for n, _ in model.steps]
+    loaded = load_model(tmp_path / "pipe.skm")
+    assert isinstance(loaded, Pipeline) and [n for n, _ in loaded.steps] == [n for n, _ in model.steps]
+    scaler, loaded_scaler = model.steps[0][1], loaded.steps[0][1]
+    assert loaded_scaler.get_params() == scaler.get_params()
+    for attr in ("mean_", "var_", "scale_", "n_samples_seen_", "n_features_in_"):
+        np.testing.assert_array_equal(getattr(loaded_scaler, attr), getattr(scaler, attr), err_msg=attr)
+    for method in METHODS:
+        if hasattr(model, method):
+            np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(model, method)(X), err_msg=method)
+    assert loaded.n_features_in_ == model.n_features_in_
+    if name != "svr":
+        np.testing.assert_array_equal(loaded.classes_, model.classes_)
+
+
+@pytest.mark.parametrize("steps", [
+    [("a", StandardScaler(with_std=False)), ("b", StandardScaler()), ("klr", KernelLogisticRegression())],
+    [("klr", KernelLogisticRegression())],
+], ids=["two scalers", "no scaler"])
+def test_pipeline_of_other_lengths(tmp_path, steps):
+    X, y = _data(2, sparse=False)
+    model = Pipeline(steps).fit(X, y)
+    save_model(model, tmp_path / "m.skm")
+    loaded = load_model(tmp_path / "m.skm")
+    assert isinstance(loaded, Pipeline) and [n for n, _ in loaded.steps] == [n for n, _ in steps]
+    if len(steps) == 3:
+        assert loaded.steps[0][1].scale_ is None and loaded.steps[0][1].with_std is False
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.parametrize("steps, match", [
+    ([("m", MinMaxScaler()), ("svc", SVC())], "cannot save a Pipeline of MinMaxScaler, SVC"),
+    ([("s", StandardScaler()), ("lr", LogisticRegression())], "cannot save a LogisticRegression"),
+])
+def test_unsupported_pipelines(tmp_path, steps, match):
+    X, y = _data(2, sparse=False)
+    with pytest.raises(ValueError, match=match):
+        save_model(Pipeline(steps).fit(X, y), tmp_path / "m.skm")
+
+
+@pytest.mark.parametrize("pipeline", [
+    {"steps": ["s", "svc", "x"], "preprocessing": [{"estimator": "StandardScaler", "params": {},
+                                                      "attributes": {}}]},
+    {"steps": ["s", "s"], "preprocessing": [{"estimator": "StandardScaler", "params": {}, "attributes": {}}]},
+    {"steps": ["s", "svc"], "preprocessing": [{"estimator": "MinMaxScaler", "params": {}, "attributes": {}}]},
+    {"steps": ["s", "svc"], "preprocessing": [{"estimator": "StandardScaler", "params": {"bad": 1},
+                                                 "attributes": {}}]},
+    {"steps": "s"},
+])
+def test_corrupt_pipeline_is_rejected(tmp_path, pipeline):
+    X, y = _data(2, sparse=False)
+    save_model(make_pipeline(StandardScaler(), SVC()).fit(X, y), tmp_path / "good.skm")
+    bad = _rewrite(tmp_path / "good.skm", tmp_path / "bad.skm", header={"pipeline": pipeline})
+    with pytest.raises(ValueError, match="invalid pipeline"):
+        load_model(bad)
 
 
 # ---------------------------------------------------------------------- files that must be rejected

@@ -13,6 +13,11 @@ The stored attributes are those of the estimator's pickled state (``__getstate__
 arrays, sparse matrices, scalars, strings, tuples of scalars or lists of arrays; anything else
 (e.g. the per-problem ``solver_stats_`` dicts) is left out and named in the header's ``skipped``.
 The estimator is rebuilt by its constructor and ``__setstate__`` (which rebuilds the C++ views).
+
+A Pipeline of StandardScaler steps and one of the estimators (the features standardised inside
+the model) is stored as its last step plus the header's ``pipeline`` (step names, each scaler's
+parameters and fitted attributes), in format version 2, so that a reader of format 1 refuses it
+rather than predicting on unscaled features; a bare estimator's file stays format 1.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import zlib
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
@@ -37,7 +44,7 @@ from .svm import SVC, SVR
 __all__ = ["save_model", "load_model", "read_header", "ModelVersionWarning", "FORMAT_VERSION", "SUPPORTED_ESTIMATORS"]
 
 FORMAT_NAME = "sparsekernel-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest format this version reads; 2 added Pipelines (bare estimators are written as 1)
 SUPPORTED_ESTIMATORS = {cls.__name__: cls for cls in (SVC, SVR, KernelLogisticRegression,
                                                        SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD)}
 
@@ -65,9 +72,9 @@ def _json_param(value):
     return None, False
 
 
-def _encode(name, value, arrays):
+def _encode(name, value, arrays, prefix="attr"):
     """Put ``value`` into ``arrays`` (npz members) and return its header entry, or None to skip."""
-    key = f"attr/{name}"
+    key = f"{prefix}/{name}"
     if sp.issparse(value):
         csr = value.tocsr()
         arrays[key + "/data"] = csr.data
@@ -97,8 +104,8 @@ def _encode(name, value, arrays):
     return None
 
 
-def _decode(name, entry, members):
-    key = f"attr/{name}"
+def _decode(name, entry, members, prefix="attr"):
+    key = f"{prefix}/{name}"
     kind = entry["kind"]
     if kind == "json":
         return entry["value"]
@@ -128,9 +135,11 @@ def save_model(model, path):
 
     Parameters
     ----------
-    model : estimator
+    model : estimator or Pipeline
         A fitted SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC
-        or SparseKFD with a named kernel (not 'precomputed', not a callable).
+        or SparseKFD with a named kernel (not 'precomputed', not a callable); or a fitted
+        Pipeline of StandardScaler steps and one of those (e.g. ``make_pipeline(StandardScaler(),
+        SVC())``), saved in format version 2 and loaded back as a Pipeline.
     path : str or path-like
         Where to write (replaced atomically; no extension is added). The file gets the mode of
         any new file of the process (0o666 less the umask).
@@ -145,33 +154,23 @@ def save_model(model, path):
     ValueError
         For an unsupported estimator or kernel; ``NotFittedError`` for an unfitted one.
     """
+    scalers, step_names = [], None  # step_names: a Pipeline's (format version 2)
+    if isinstance(model, Pipeline):
+        model, scalers, step_names = _split_pipeline(model)
     name = type(model).__name__
     if SUPPORTED_ESTIMATORS.get(name) is not type(model):
-        raise ValueError(f"cannot save a {name}: .skm files hold {', '.join(SUPPORTED_ESTIMATORS)}")
+        raise ValueError(f"cannot save a {name}: .skm files hold {', '.join(SUPPORTED_ESTIMATORS)}, alone or "
+                         "as the last step of a Pipeline after StandardScaler steps")
     kernel = model.kernel
     if callable(kernel) or kernel == "precomputed":
         raise ValueError(f"cannot save a {name} with kernel={kernel!r}: a .skm file holds named kernels only "
                          "(a precomputed or callable kernel cannot be rebuilt from the file)")
     check_is_fitted(model)
-    params, dropped = {}, []
-    for key, value in model.get_params(deep=False).items():
-        value, ok = _json_param(value)
-        if ok:
-            params[key] = value
-        else:
-            dropped.append(key)
-    arrays, attributes, skipped = {}, {}, []
-    for key, value in model.__getstate__().items():
-        if key in params or key in dropped or key == "_sklearn_version":
-            continue
-        entry = _encode(key, value, arrays)
-        if entry is None:
-            skipped.append(key)
-        else:
-            attributes[key] = entry
+    arrays = {}
+    params, dropped, attributes, skipped = _state(model, arrays, "attr")
     header = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": 1 if step_names is None else 2,  # a bare estimator's file stays readable by format 1
         "library_version": _library_version(),
         "estimator": name,
         "params": params,
@@ -181,6 +180,14 @@ def save_model(model, path):
         "attributes": attributes,
         "skipped": skipped,
     }
+    if step_names is not None:
+        header["pipeline"] = {"steps": step_names, "preprocessing": []}
+        for i, scaler in enumerate(scalers):
+            check_is_fitted(scaler)
+            s_params, s_dropped, s_attributes, s_skipped = _state(scaler, arrays, f"step{i}")
+            header["pipeline"]["preprocessing"].append(
+                {"estimator": "StandardScaler", "params": s_params, "dropped_params": s_dropped,
+                 "attributes": s_attributes, "skipped": s_skipped})
     arrays[_HEADER_KEY] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     path = os.fspath(path)
     fd, tmp = tempfile.mkstemp(prefix=".skm-", dir=os.path.dirname(os.path.abspath(path)))
@@ -193,6 +200,39 @@ def save_model(model, path):
         os.unlink(tmp)
         raise
     return header
+
+
+def _split_pipeline(pipeline):
+    """(final estimator, its StandardScaler steps, the step names) of a Pipeline a .skm file holds."""
+    steps = list(pipeline.steps)
+    bad = [type(step).__name__ for _, step in steps[:-1] if type(step) is not StandardScaler]
+    if not steps or bad:
+        kinds = ", ".join(type(step).__name__ for _, step in steps) or "no steps"
+        raise ValueError(f"cannot save a Pipeline of {kinds}: a .skm file holds StandardScaler steps and then "
+                         f"one of {', '.join(SUPPORTED_ESTIMATORS)}")
+    return steps[-1][1], [step for _, step in steps[:-1]], [name for name, _ in steps]
+
+
+def _state(est, arrays, prefix):
+    """An estimator's JSON parameters, dropped parameter names, stored attributes (their arrays
+    put into ``arrays`` under ``prefix``) and skipped attribute names."""
+    params, dropped = {}, []
+    for key, value in est.get_params(deep=False).items():
+        value, ok = _json_param(value)
+        if ok:
+            params[key] = value
+        else:
+            dropped.append(key)
+    attributes, skipped = {}, []
+    for key, value in est.__getstate__().items():
+        if key in params or key in dropped or key == "_sklearn_version":
+            continue
+        entry = _encode(key, value, arrays, prefix)
+        if entry is None:
+            skipped.append(key)
+        else:
+            attributes[key] = entry
+    return params, dropped, attributes, skipped
 
 
 def _umask():
@@ -296,7 +336,7 @@ def _check_name(cls, name, where):
 
 
 def load_model(path):
-    """Load an estimator saved by :func:`save_model`.
+    """Load an estimator (or a Pipeline) saved by :func:`save_model`.
 
     Parameters
     ----------
@@ -304,9 +344,10 @@ def load_model(path):
 
     Returns
     -------
-    model : estimator
-        The fitted estimator; ``predict``, ``decision_function`` and ``predict_proba`` give the
-        same results, bit for bit, as the saved one's.
+    model : estimator or Pipeline
+        The fitted estimator (a Pipeline when a Pipeline was saved); ``predict``,
+        ``decision_function`` and ``predict_proba`` give the same results, bit for bit, as the
+        saved one's.
 
     Raises
     ------
@@ -330,18 +371,50 @@ def load_model(path):
             model = cls(**header["params"])
         except TypeError as e:
             raise ValueError(f"{where} has parameters this sparsekernel's {name} does not know ({e})") from e
-        state = {}
-        for attr, entry in header["attributes"].items():
-            _check_name(cls, attr, where)
-            try:
-                state[attr] = _decode(attr, entry, _Members(members, where))
-            except (KeyError, TypeError, IndexError, AttributeError) as e:  # a malformed entry
-                raise ValueError(f"{where} is corrupt: attribute {attr!r} ({e!r})") from e
+        state = _load_state(cls, header["attributes"], members, where, "attr")
+        scalers, step_names = _load_scalers(header, members, where)
     if header.get("library_version") != _library_version():
         warnings.warn(f"{where} was saved by sparsekernel {header.get('library_version')} and is loaded by "
                       f"{_library_version()}", ModelVersionWarning, stacklevel=2)
     model.__setstate__(state)
-    return model
+    if step_names is None:
+        return model
+    return Pipeline(list(zip(step_names, [*scalers, model])))
+
+
+def _load_state(cls, attributes, members, where, prefix):
+    """The stored attributes of an estimator of class ``cls`` (names checked, entries decoded)."""
+    state = {}
+    for attr, entry in attributes.items():
+        _check_name(cls, attr, where)
+        try:
+            state[attr] = _decode(attr, entry, _Members(members, where), prefix)
+        except (KeyError, TypeError, IndexError, AttributeError) as e:  # a malformed entry
+            raise ValueError(f"{where} is corrupt: attribute {attr!r} ({e!r})") from e
+    return state
+
+
+def _load_scalers(header, members, where):
+    """The fitted StandardScaler steps and the step names of a Pipeline's file; ([], None) for a bare
+    estimator's."""
+    pipeline = header.get("pipeline")
+    if pipeline is None:
+        return [], None
+    try:
+        names, pre = pipeline["steps"], pipeline["preprocessing"]
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and isinstance(pre, list)
+                and len(names) == len(pre) + 1 and len(set(names)) == len(names)
+                and all(isinstance(p, dict) and p["estimator"] == "StandardScaler" for p in pre)):
+            raise TypeError("invalid steps")
+        scalers = []
+        for i, step in enumerate(pre):
+            scaler = StandardScaler(**step["params"])
+            for attr, value in _load_state(StandardScaler, step["attributes"], members, where, f"step{i}").items():
+                setattr(scaler, attr, value)
+            scalers.append(scaler)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{where} is corrupt: invalid pipeline ({e!r})") from e
+    return scalers, names
 
 
 class _Members:
