@@ -223,20 +223,146 @@ def test_float32_is_close(name):
     assert np.mean(label == model.predict(Xt)) >= 0.97
 
 
-def test_pipeline_through_skl2onnx_registry():
-    """skl2onnx converts a pipeline holding a sparsekernel model through the registered converter."""
+def _skl2onnx_session(onx):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(onx.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def _scaled(n_classes):
+    """Data a StandardScaler changes (mean 3, scale 10), so a pipeline's first step matters."""
+    X, y, Xt = _data(n_classes)
+    return X * 10.0 + 3.0, y, Xt * 10.0 + 3.0
+
+
+PIPELINE_CLASSIFIERS = {**CLASSIFIERS,
+                        "svc_proba": (lambda kw: SVC(C=2.0, probability=True, random_state=0, **kw), "predict_proba"),
+                        "reduced_svm": (lambda kw: ReducedSVM(n_expansion=6, random_state=0, **kw), "decision_function")}
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["pipeline", "bare"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("name", list(PIPELINE_CLASSIFIERS))
+def test_plain_skl2onnx_to_onnx_float64(name, kernel, n_classes, bare):
+    """skl2onnx.to_onnx(pipe, X64) with no options and no registration call (importing
+    sparsekernel.export registered the converters): a graph onnxruntime runs (no ZipMap over
+    doubles), labels equal to predict, probabilities / scores equal to the model's to 1e-9."""
     from skl2onnx import to_onnx as skl_to_onnx
 
-    import sparsekernel.export.onnx  # noqa: F401 - registers the converters
-
-    X, y, Xt = _data(2)
-    X = X * 10.0 + 3.0
-    Xt = Xt * 10.0 + 3.0
-    pipe = make_pipeline(StandardScaler(), KernelLogisticRegression(gamma=0.3)).fit(X, y)
-    onx = skl_to_onnx(pipe, X[:1], options={KernelLogisticRegression: {"zipmap": False}})
-    label, proba = _run(onx, Xt)
+    make, scores_of = PIPELINE_CLASSIFIERS[name]
+    if name == "svc_proba" and n_classes > 2:
+        pytest.skip("multiclass SVC(probability=True) is not exported (test_svc_multiclass_probability_...)")
+    X, y, Xt = _scaled(n_classes)
+    model = make({"kernel": kernel, **KERNEL_PARAMS[kernel]})
+    if bare:  # the model alone, on standardised data
+        scaler = StandardScaler().fit(X)
+        X, Xt, pipe = scaler.transform(X), scaler.transform(Xt), model
+    else:
+        pipe = make_pipeline(StandardScaler(), model)
+    _quiet(pipe, X, y)
+    onx = skl_to_onnx(pipe, X[:1].astype(np.float64))
+    sess = _skl2onnx_session(onx)
+    label, scores = sess.run(None, {"X": np.ascontiguousarray(Xt, dtype=np.float64)})
     np.testing.assert_array_equal(label, pipe.predict(Xt))
-    np.testing.assert_allclose(proba, pipe.predict_proba(Xt), rtol=1e-9, atol=1e-12)
+    want = getattr(pipe, scores_of)(Xt)
+    _assert_close64(scores, _two_columns(want) if scores_of == "decision_function" else want)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_plain_skl2onnx_to_onnx_svr_pipeline(kernel):
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    X, y = make_regression(n_samples=80, n_features=3, noise=5.0, random_state=0)
+    X = X * 10.0 + 3.0
+    pipe = make_pipeline(StandardScaler(), SVR(C=10.0, epsilon=1.0, kernel=kernel, **KERNEL_PARAMS[kernel])).fit(X, y)
+    (out,) = _skl2onnx_session(skl_to_onnx(pipe, X[:1].astype(np.float64))).run(None, {"X": X})
+    assert out.shape == (len(X), 1)
+    _assert_close64(out[:, 0], pipe.predict(X))
+
+
+@pytest.mark.parametrize("name", ["klr", "nssvc", "svc"])
+def test_plain_skl2onnx_to_onnx_float32_zipmap(name):
+    """float32 keeps skl2onnx's ZipMap by default (a list of {class: value} dicts), and a tensor with
+    options {'zipmap': False}."""
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    make, scores_of = CLASSIFIERS[name]
+    X, y, Xt = _scaled(3)
+    pipe = _quiet(make_pipeline(StandardScaler(), make({"kernel": "rbf", "gamma": 0.3})), X, y)
+    want = getattr(pipe, scores_of)(Xt)
+    X32 = Xt.astype(np.float32)
+    label, dicts = _skl2onnx_session(skl_to_onnx(pipe, X32[:1])).run(None, {"X": X32})
+    assert isinstance(dicts, list) and sorted(dicts[0]) == [0, 1, 2]
+    got = np.array([[d[k] for k in (0, 1, 2)] for d in dicts])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())))
+    assert np.mean(label == pipe.predict(Xt)) >= 0.97
+    _, tensor = _skl2onnx_session(skl_to_onnx(pipe, X32[:1], options={"zipmap": False})).run(None, {"X": X32})
+    assert tensor.dtype == np.float32 and tensor.shape == (len(Xt), 3)
+    np.testing.assert_allclose(tensor, got, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_plain_skl2onnx_to_onnx_svc_pairwise_scores(dtype):
+    """An SVC's 'ovo' scores (one column per pair, here 6 pairs of 4 classes) never go into a ZipMap,
+    which would label them as classes; zipmap='columns' is refused."""
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    X, y, Xt = _data(4, n=120)
+    pipe = make_pipeline(StandardScaler(), SVC(gamma=0.5, decision_function_shape="ovo")).fit(X, y)
+    label, scores = _skl2onnx_session(skl_to_onnx(pipe, X[:1].astype(dtype))).run(None, {"X": Xt.astype(dtype)})
+    assert scores.dtype == dtype and scores.shape == (len(Xt), 6)
+    np.testing.assert_allclose(scores, pipe.decision_function(Xt), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="columns"):
+        skl_to_onnx(pipe, X[:1], options={"zipmap": "columns"})
+
+
+def test_skl2onnx_zipmap_options_float64():
+    """float64: zipmap=True (skl2onnx's default) can only mean the tensor (ZipMap takes float32);
+    'columns' gives one float64 output per class."""
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    X, y, Xt = _scaled(3)
+    pipe = make_pipeline(StandardScaler(), KernelLogisticRegression(gamma=0.3)).fit(X, y)
+    want = pipe.predict_proba(Xt)
+    for options in ({"zipmap": True}, {"zipmap": False}, {KernelLogisticRegression: {"zipmap": True}}):
+        _, proba = _skl2onnx_session(skl_to_onnx(pipe, X[:1], options=options)).run(None, {"X": Xt})
+        _assert_close64(proba, want)
+    label, *columns = _skl2onnx_session(skl_to_onnx(pipe, X[:1], options={"zipmap": "columns"})).run(None, {"X": Xt})
+    np.testing.assert_array_equal(label, pipe.predict(Xt))
+    _assert_close64(np.column_stack(columns), want)
+
+
+def test_importing_export_registers_the_converters():
+    """In a fresh interpreter, ``import sparsekernel.export`` alone makes skl2onnx convert a pipeline
+    (no MissingShapeCalculator); register_converters() stays public and idempotent."""
+    import subprocess
+
+    code = (
+        "import numpy as np, onnxruntime as ort, skl2onnx\n"
+        "from sklearn.pipeline import make_pipeline\n"
+        "from sklearn.preprocessing import StandardScaler\n"
+        "from sparsekernel import NSSVC\n"
+        "rng = np.random.RandomState(0)\n"
+        "X = rng.normal(size=(60, 3)); y = (X[:, 0] > 0).astype(int)\n"
+        "pipe = make_pipeline(StandardScaler(), NSSVC(s=10, random_state=0)).fit(X, y)\n"
+        "try:\n"
+        "    skl2onnx.to_onnx(pipe, X[:1])\n"
+        "    raise SystemExit('converted before sparsekernel.export was imported')\n"
+        "except skl2onnx.common.exceptions.MissingShapeCalculator:\n"
+        "    pass\n"
+        "import sparsekernel.export\n"
+        "assert 'sparsekernel.export.onnx' in __import__('sys').modules\n"
+        "sparsekernel.export.register_converters(); sparsekernel.export.register_converters()\n"
+        "sess = ort.InferenceSession(skl2onnx.to_onnx(pipe, X[:1]).SerializeToString(),\n"
+        "                            providers=['CPUExecutionProvider'])\n"
+        "label, scores = sess.run(None, {'X': X})\n"
+        "assert (label == pipe.predict(X)).all()\n"
+        "assert np.allclose(scores[:, 1], pipe.decision_function(X), rtol=1e-9, atol=1e-12)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
 
 
 # ---------------------------------------------------------------------- errors

@@ -6,9 +6,14 @@ onnxruntime, skops); the rest of the library imports without it.
 - :func:`to_onnx` converts a fitted SVC, SVR, KernelLogisticRegression,
   SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD (also the reduced-set baselines of
   :mod:`sparsekernel.slmc`) to an ONNX graph of plain ONNX operators, in float64 by default, whose
-  onnxruntime outputs equal the library's predictions. :func:`register_converters` registers the
-  converters with skl2onnx so that ``skl2onnx.to_onnx`` also converts pipelines that contain them
-  (importing :mod:`sparsekernel.export.onnx` registers them too).
+  onnxruntime outputs equal the library's predictions.
+- Importing this package registers the converters with skl2onnx (when skl2onnx is installed;
+  :func:`register_converters` does it too, idempotently), so that plain
+  ``skl2onnx.to_onnx(pipe, X)`` converts a pipeline holding one of these models, with no options:
+  in float64 (X float64) a classifier's ``probabilities`` come as one float64 tensor, as from
+  :func:`to_onnx` (ONNX's ZipMap operator takes float32 only, so skl2onnx's default ZipMap is left
+  out), equal to the library's to 1e-9; in float32 they come through skl2onnx's usual ZipMap (a
+  list of dicts) unless ``options={'zipmap': False}``.
 - :func:`trusted_types` lists the library's types for ``skops.io.load(..., trusted=...)``;
   :func:`save_skops` / :func:`load_skops` are the two calls with that list filled in.
 """
@@ -57,9 +62,15 @@ def to_onnx(model, X, dtype=np.float64, **kwargs):
 
 
 def register_converters():
-    """Register the library's converters with skl2onnx (idempotent).
+    """Register the library's converters with skl2onnx (idempotent; importing
+    :mod:`sparsekernel.export` already did it when skl2onnx is installed).
 
     See :func:`sparsekernel.export.onnx.register_converters`.
+
+    Raises
+    ------
+    ImportError
+        Without skl2onnx (the ``export`` extra).
     """
     from .onnx import register_converters as _register
 
@@ -106,5 +117,18 @@ def load_skops(file, trusted=None):
 
     return _load(file, trusted=trusted)
 
+
+def _register_if_installed():
+    """The converters registered on import when skl2onnx and onnx are there (skops alone is enough
+    for the rest of this package)."""
+    try:
+        import onnx  # noqa: F401
+        import skl2onnx  # noqa: F401
+    except ImportError:
+        return
+    register_converters()
+
+
+_register_if_installed()
 
 __all__ = ["to_onnx", "register_converters", "trusted_types", "save_skops", "load_skops"]

@@ -23,6 +23,16 @@ integral float classes, string for string classes, double for other float classe
 classes) unless ``raw_scores=True``, otherwise the scores, one column per class (two classes:
 ``[-f, f]`` with ``f = decision_function``; SVC with ``decision_function_shape='ovo'`` and more
 than two classes: one column per pair). A regressor has ``variable`` of shape (n, 1).
+
+Registration (:func:`register_converters`, run when :mod:`sparsekernel.export` is imported) also
+gives skl2onnx the classifiers' parser :func:`parse_classifier`, so that plain
+``skl2onnx.to_onnx(pipeline, X)`` works with no options. skl2onnx's option ``zipmap`` (True by
+default, and set to True on a pipeline's final classifier) then means "a ZipMap where ONNX can run
+one": with a float32 input and one score per class, ``probabilities`` becomes skl2onnx's usual
+list of dicts (``output_label``, ``output_probability``); with a float64 input (ONNX's ZipMap takes
+float32 only) or an SVC's pairwise 'ovo' scores they stay one tensor, ``label`` and
+``probabilities`` as above. ``zipmap=False`` gives the tensor always, ``'columns'`` one output per
+class. :func:`to_onnx` always converts with ``zipmap=False``.
 """
 
 from __future__ import annotations
@@ -200,11 +210,9 @@ def _emit_label(g, operator, index):
     g.op("Gather", g.const(classes, dtype=classes.dtype), index, axis=0, out=operator.outputs[0].full_name)
 
 
-def _emit_scores(g, operator, scores, n_classes):
-    zipmap = g.scope.get_options(operator.raw_operator, dict(zipmap=True))["zipmap"]  # the parser's default
-    if zipmap is not False and _n_score_columns(operator.raw_operator) != n_classes:
-        raise ValueError("ONNX export: zipmap needs one score per class, but an SVC with "
-                         "decision_function_shape='ovo' has one per pair; pass options {'zipmap': False}")
+def _emit_scores(g, operator, scores):
+    """scores / probabilities into the operator's second output (:func:`parse_classifier` has put
+    a ZipMap after it or not)."""
     g.op("Identity", scores, out=operator.outputs[1].full_name)
 
 
@@ -270,7 +278,7 @@ def convert_svc(scope, operator, container):
         r = g.op("Div", g.const(1.0), g.op("Add", g.const(1.0), g.op("Exp", z)))
         r = g.op("Clip", r, g.const(_SVC_PLATT_MIN_PROB), g.const(1.0 - _SVC_PLATT_MIN_PROB))
         scores = g.op("Concat", r, g.op("Sub", g.const(1.0), r), axis=1)
-    _emit_scores(g, operator, scores, n_classes)
+    _emit_scores(g, operator, scores)
 
 
 def convert_svr(scope, operator, container):
@@ -298,7 +306,7 @@ def convert_klr(scope, operator, container):
     _emit_label(g, operator, _argmax(g, proba))
     if _raw_scores(g, operator):
         proba = _two_class_scores(g, dec) if n_classes == 2 else dec
-    _emit_scores(g, operator, proba, n_classes)
+    _emit_scores(g, operator, proba)
 
 
 def convert_expansion_classifier(scope, operator, container):
@@ -313,7 +321,7 @@ def convert_expansion_classifier(scope, operator, container):
     else:
         index, scores = _argmax(g, dec), dec
     _emit_label(g, operator, index)
-    _emit_scores(g, operator, scores, n_classes)
+    _emit_scores(g, operator, scores)
 
 
 # ---------------------------------------------------------------------- shapes and registration
@@ -321,11 +329,14 @@ def _svc_has_proba(model):
     return getattr(model, "_probA", np.empty(0)).size > 0
 
 
+def _pairwise_scores(model):
+    """True for an SVC whose scores are one column per pair of classes ('ovo', more than two)."""
+    return isinstance(model, SVC) and len(model.classes_) > 2 and model.decision_function_shape == "ovo"
+
+
 def _n_score_columns(model):
     n_classes = len(model.classes_)
-    if isinstance(model, SVC) and n_classes > 2 and model.decision_function_shape == "ovo":
-        return n_classes * (n_classes - 1) // 2
-    return n_classes
+    return n_classes * (n_classes - 1) // 2 if _pairwise_scores(model) else n_classes
 
 
 def _label_encoding(classes):
@@ -367,6 +378,38 @@ def shape_regressor(operator):
     operator.outputs[0].type = _float_type(operator)(shape=[operator.inputs[0].get_first_dimension(), 1])
 
 
+def _zipmap_choice(model, zipmap, input_type):
+    """The ZipMap option a classifier's conversion uses, from the option's value (skl2onnx's
+    default True, False or 'columns'): True means a ZipMap where ONNX can run one, a float32
+    input and one score column per class; otherwise the probabilities stay one tensor. ONNX's
+    ZipMap takes float32 tensors only, and skl2onnx's pipeline parser sets True on a final
+    classifier the caller gave no options, so True cannot mean more than "where possible"."""
+    per_class = not _pairwise_scores(model)
+    if zipmap is True:
+        return isinstance(input_type, FloatTensorType) and per_class
+    if zipmap == "columns" and not per_class:
+        raise ValueError("ONNX export: zipmap='columns' needs one score per class, but an SVC with "
+                         "decision_function_shape='ovo' has one per pair; leave zipmap unset or False")
+    return zipmap
+
+
+def parse_classifier(scope, model, inputs, custom_parsers=None):
+    """skl2onnx parser of the library's classifiers: skl2onnx's own classifier parser (outputs
+    ``label`` and ``probabilities``, then a ZipMap or not) with the ZipMap option resolved by
+    :func:`_zipmap_choice`. With skl2onnx's parser alone a float64 input gets a ZipMap over
+    doubles, a graph onnxruntime refuses; here ``skl2onnx.to_onnx(pipe, X)`` with float64 X and
+    no options gives one that runs, its probabilities a float64 tensor."""
+    from skl2onnx._parse import _parse_sklearn_classifier
+
+    zipmap = scope.get_options(model, dict(zipmap=True))["zipmap"]
+    choice = _zipmap_choice(model, zipmap, inputs[0].type)
+    if choice is not zipmap:  # for skl2onnx's parser, on a copy of the caller's options
+        options = dict(scope.options or {})
+        options[id(model)] = {**(options.get(id(model)) or {}), "zipmap": choice}
+        scope.options = options
+    return _parse_sklearn_classifier(scope, model, inputs, custom_parsers=custom_parsers)
+
+
 _EXPANSION_CLASSIFIERS = (NSSVC, SLMC, SparseKFD, ReducedSetClassifier, ReducedSVM)
 _CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True], "output_class_labels": [False, True],
                        "raw_scores": [False, True]}
@@ -382,15 +425,18 @@ _registered = False
 
 def register_converters():
     """Register a shape calculator and a converter for every sparsekernel estimator with skl2onnx
-    (``skl2onnx.update_registered_converter``, aliases ``Sparsekernel<Class>``), so that
-    ``skl2onnx.to_onnx`` / ``convert_sklearn`` convert them, alone or inside a pipeline.
-    Idempotent; done when this module is imported."""
+    (``skl2onnx.update_registered_converter``, aliases ``Sparsekernel<Class>``), and for the
+    classifiers the parser :func:`parse_classifier`, so that ``skl2onnx.to_onnx`` /
+    ``convert_sklearn`` convert them, alone or inside a pipeline, in float64 or float32, with no
+    options. Idempotent; done when :mod:`sparsekernel.export` is imported."""
     global _registered
     if _registered:
         return
     for cls, shape_fn, convert_fn in _REGISTRY:
-        options = None if shape_fn is shape_regressor else _CLASSIFIER_OPTIONS
-        update_registered_converter(cls, f"Sparsekernel{cls.__name__}", shape_fn, convert_fn, options=options)
+        classifier = shape_fn is shape_classifier
+        update_registered_converter(cls, f"Sparsekernel{cls.__name__}", shape_fn, convert_fn,
+                                    parser=parse_classifier if classifier else None,
+                                    options=_CLASSIFIER_OPTIONS if classifier else None)
     _registered = True
 
 
