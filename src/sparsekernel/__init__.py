@@ -4,6 +4,7 @@ from . import datasets
 from ._memory import InsufficientMemoryError
 from .io import load_model, save_model
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
+from .klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
 from .metrics import expected_calibration_error
 from .model_selection import PathSearchCV, sklr_path, svm_path
 from .nssvm import NSSVC
@@ -11,6 +12,6 @@ from .slmc import SLMC, SparseKFD
 from .svm import SVC, SVR
 
 __all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
-           "SparseKernelLogisticRegression", "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model",
-           "InsufficientMemoryError"]
+           "SparseKernelLogisticRegression", "KernelLogisticRegressionCV", "SparseKernelLogisticRegressionCV",
+           "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model", "InsufficientMemoryError"]
 __version__ = "0.1.0"
