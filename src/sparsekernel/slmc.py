@@ -384,7 +384,22 @@ class SLMC(_ExpansionClassifier):
         Seconds for the whole fit: the outer L-BFGS stops at the budget with a ConvergenceWarning and
         the model holds its last iterate (``converged_ = False``). Progress (outer iteration, W) also
         goes to scikit-learn's callbacks (``set_callbacks``).
-    """ + _FITTED_DOC
+    """ + _FITTED_DOC + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import train_test_split
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekernel import SLMC
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> model = make_pipeline(StandardScaler(), SLMC(5, random_state=0)).fit(X_train, y_train)
+    >>> model[-1].expansion_vectors_.shape  # 5 learned vectors: 5 kernel values per prediction
+    (5, 30)
+    >>> print(f"{model.score(X_test, y_test):.2f}")
+    0.97
+    """
 
     def __init__(self, n_expansion=0.1, *, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3, init="random",
                  max_iter=100, tol=1e-5, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
@@ -435,7 +450,23 @@ class SparseKFD(_ExpansionClassifier):
     init : {'kmeans', 'random'} or ndarray, default='kmeans'
         As :class:`SLMC`; k-means by default as the paper's Table 3.
     max_iter, tol, inner_tol, cache_size, random_state, verbose, time_limit : as :class:`SLMC`.
-    """ + _FITTED_DOC
+    """ + _FITTED_DOC + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import train_test_split
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sparsekernel import SparseKFD
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> skfd = SparseKFD(5, mu=1e-2, random_state=0)
+    >>> model = make_pipeline(StandardScaler(), skfd).fit(X_train, y_train)
+    >>> skfd.expansion_vectors_.shape
+    (5, 30)
+    >>> print(f"{model.score(X_test, y_test):.2f}")
+    0.96
+    """
 
     _init_default = "kmeans"
 
