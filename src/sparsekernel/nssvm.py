@@ -4,7 +4,8 @@ data reduction" (IEEE TPAMI 2021), with linear and nonlinear kernels.
 Model (8): min_a D(a) = 1/2 ||Q a||^2 + 1/2 <E(a) a, a> - <1, a> (9), Hessian H(a) = Q'Q + E(a)
 (14), subject to y'a = 0 and ||a||_0 <= s; D is the dual (6) of the primal (4) whose loss l_cC (5)
 weighs margin violations by C and over-satisfied margins by c < C. Algorithm 1 solves the stationary equations (36) by Newton
-steps restricted to a working set T of s indices; NSSVM (Algorithm 2) grows s by sigma = 1.1.
+steps restricted to a working set T of s indices; NSSVM (Algorithm 2) grows s by sigma = 1.1, up to
+the user's s when one is given (a hard cap: the support lies in T) and up to m for s='auto'.
 
 The m-long work of an iteration is one pass in C++ (``_core.nssvm_scan``): the gradient g (21), the
 hard-thresholding scores |a - eta g| with their top s (41), and the training accuracy (68). The rest
@@ -248,14 +249,16 @@ class NewtonSolver:
 
     ``Q`` is a Q-provider, ``y`` int8 labels +-1. State: alpha on its support (``S`` sorted,
     ``a_S``; alpha is never an m-vector: memory is X, y and O(s)), the intercept ``b``, the working
-    set ``T`` (sorted) and g_T, the gradient (21) on T.
+    set ``T`` (sorted) and g_T, the gradient (21) on T. ``s_max`` caps Algorithm 2's growth of s
+    (None: m); the support lies in T, so it never has more than ``s_max`` indices.
     """
 
     def __init__(self, Q, y, *, s, C, c, eta, tol, max_iter, adaptive, rng, refit_intercept=False, t0="balanced",
-                 progress=None):
+                 progress=None, s_max=None):
         self.Q, self.y = Q, y
         self.m = len(y)
-        self.s, self.C, self.c, self.eta, self.tol = int(s), C, c, eta, tol
+        self.s_max = self.m if s_max is None else min(self.m, int(s_max))
+        self.s, self.C, self.c, self.eta, self.tol = min(int(s), self.s_max), C, c, eta, tol
         self.max_iter, self.adaptive, self.rng = max_iter, adaptive, rng
         self.refit_intercept, self.t0 = refit_intercept, t0
         self.progress = progress  # the fit's ProblemProgress: reports, time limit, stop requests
@@ -344,8 +347,8 @@ class NewtonSolver:
             if k >= self.max_iter:
                 break
             self.newton_step()
-            if self.adaptive and (k % GROW_EVERY == 0 or small):  # Algorithm 2 (k = 0 included)
-                self.s = min(self.m, int(math.ceil(SIGMA * self.s)))
+            if self.adaptive and (k % GROW_EVERY == 0 or small):  # Algorithm 2 (k = 0 included), up to the cap
+                self.s = min(self.s_max, int(math.ceil(SIGMA * self.s)))
             self.scan()
             k += 1
             history.append((self.residual(), self.acc, self.s))
@@ -486,8 +489,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     """Sparse SVM classifier by the Newton method of Zhou (NSSVM), linear or with kernels.
 
     Solves model (8): the dual (6) of the SVM (4) with the loss l_cC (5) (C on margin violations,
-    c on over-satisfied margins) under the sparsity constraint ||alpha||_0 <= s, so the model has at
-    most s support vectors, by Newton steps on the stationary equations (36). The linear kernel
+    c on over-satisfied margins) under the sparsity constraint ||alpha||_0 <= s, so an integer ``s``
+    bounds the support vectors of each problem (the one binary problem, or each one-vs-rest
+    problem), by Newton steps on the stationary equations (36). The linear kernel
     never forms an m x m matrix: an iteration is one O(mn) pass over X (C++, multithreaded) plus
     O(max(n, s) s^2) algebra on the working set T. Nonlinear kernels (an extension of the paper)
     keep the m x s kernel columns of T, reused while their index stays in T.
@@ -500,12 +504,29 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         Weight of over-satisfied margins, 0 < c < C; None means 0.01 * C (section 4.2.2; the
         author's released code silently uses C / 2 or other values instead).
     s : 'auto', int or float, default='auto'
-        Sparsity level (the initial level when ``adaptive``). int: at most that many support
-        vectors; float in (0, 1]: that fraction of the samples. 'auto', linear kernel: the paper's
-        s(beta) = ceil(beta n (log2(m / n))^2) (section 4.2.3) with ``beta``, capped at ceil(m / 20)
-        (uncapped, s(1) starts at a third of w8a's 49749 samples and grows to all of them). 'auto',
-        other kernels (s(beta) has no meaning there): ceil(KERNEL_S_FRACTION m), chosen on magic,
-        ringnorm, banana and usps (benchmarks/results/nssvm.md).
+        Sparsity level. An int is a hard cap: each problem keeps at most ``s`` support vectors
+        (two classes: the model has at most ``s``; k > 2 classes: at most ``s`` per one-vs-rest
+        problem, at most k s in all), and ``s_`` never exceeds it. With ``adaptive``, Algorithm 2's
+        growth starts where 'auto' starts (or at ``s`` when that is smaller) and stops at ``s``;
+        without, ``s`` is the fixed level. A float in (0, 1] is the cap ceil(s m), a fraction of
+        the m samples.
+
+        'auto' is the paper's rule, with no cap. The level starts at, for the linear kernel, the
+        paper's s(beta) = ceil(beta n (log2(m / n))^2) (section 4.2.3) with ``beta``, at most
+        ceil(m / 20) (uncapped, s(1) starts at a third of w8a's 49749 samples and grows to all of
+        them); for the other kernels (s(beta) has no meaning there) ceil(m / 10), chosen on magic,
+        ringnorm, banana and usps (benchmarks/results/nssvm.md). It then grows by 10 % at every
+        tenth iteration and whenever the Newton loop has converged at the current level, until
+        the accuracy stops improving, possibly to all m samples. The model is sparse when the start
+        is small against m and the loop converges in a few iterations. For the linear kernel that
+        needs m, the number of samples, much larger than n, the number of features (the rule is
+        made for m >> n: s(1) / m = (n / m) (log2(m / n))^2 is 0.44 at m = 100 n, 0.1 at
+        m = 1000 n), and features on comparable scales: the paper's Example 4.1 (n = 2) keeps
+        5.6 % of the samples at m = 1e3, 3.7 % at 1e4 and 0.6 % at 1e5, standardised breast_cancer
+        (569 x 30) 32 samples; unstandardised breast_cancer needs hundreds of iterations, so s
+        grows to all 569. For a nonlinear kernel the rule keeps about a tenth of the samples
+        whatever m / n (the start m / 10 and a growth step or two: 11 % of magic, of Example 4.1's
+        Gaussians and of each one-vs-rest problem of digits). Pass an int to bound the model.
     beta : float, default=1.0
         beta of s(beta). The paper tunes it per data set (Table IV: 1 for Example 4.1 above 1e4
         samples, 0.2 for a5a-a9a, 0.05 for its other real sets); 1.0 with the m / 20 cap is the
@@ -514,7 +535,8 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         benchmarks/results/nssvm.md.
     adaptive : bool, default=True
         NSSVM (Algorithm 2): s grows by sigma = 1.1 at iterations k = 0, 10, 20, ... (0 is a
-        multiple of 10) and whenever (66) ||F|| < tol holds; the loop stops when (66) and (67) both
+        multiple of 10) and whenever (66) ||F|| < tol holds, never past an int or float ``s``
+        (the cap; m for 'auto'); the loop stops when (66) and (67) both
         hold. Two readings had to be chosen: "and" for the paper's "violates (66) and (67)", and
         (67) one-sided, ACC_k - max_{j<k} ACC_j < 1e-4 with ACC a fraction, as the text explains it
         ("the accuracy does not increase significantly"). With the printed absolute value a drop of
@@ -562,7 +584,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     intercept_ : (n_problems,)
     coef_ : (n_problems, n_features), linear kernel only: w = Q alpha (72)
     n_iter_, norm_F_, s_ : per problem: Newton iterations, the final ||F(z; T)|| of (36), the final
-        sparsity level
+        sparsity level (at most an int ``s``)
+    n_support_ : (n_problems,) int, the support vectors of each problem (its nonzero alpha_i; at
+        most ``s_`` and at most an int ``s``); ``support_`` is their union
     training_accuracy_ : per problem, ACC (68) at the returned point
     intercept_newton_ : per problem, the Newton iteration's b of the returned iterate (differs from
         intercept_ only with refit_intercept)
@@ -613,7 +637,8 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         c = 0.01 * self.C if self.c is None else self.c
         check_positive("c", c)
         if not c < self.C:
-            raise ValueError(f"c must be smaller than C (the Hessian (15) needs C > c), got c={c!r}, C={self.C!r}")
+            raise ValueError(f"c must be smaller than C (the Newton method's Hessian needs C > c), got c={c!r}, "
+                             f"C={self.C!r}")
         check_positive("beta", self.beta)
         if self.eta is not None:
             check_positive("eta", self.eta)
@@ -625,7 +650,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
                 raise ValueError(f"s must be 'auto', an integer >= 1 or a fraction in (0, 1], got {s!r}")
         elif isinstance(s, numbers.Integral) and not isinstance(s, bool):
             if s < 1:
-                raise ValueError(f"s must be an integer >= 1, got {s!r}")
+                raise ValueError(f"s must be 'auto' or an integer >= 1 (the cap on the support vectors), got {s!r}")
         elif isinstance(s, numbers.Real) and not isinstance(s, bool):
             if not (0.0 < s <= 1.0):
                 raise ValueError(f"a float s is a fraction of the samples in (0, 1], got {s!r}")
@@ -643,15 +668,19 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         check_time_limit(self.time_limit)
         return float(c), n_threads(self.n_jobs)
 
-    def _level(self, m, n):
+    def _levels(self, m, n):
+        """(s0, s_max): the initial sparsity level and the cap of its growth. 'auto': the rule's
+        level (s(beta) capped at m / 20 for the linear kernel, ceil(m / 10) otherwise), growing up
+        to m (Algorithm 2 as published). A number: the user's cap (a float: that fraction of m); the
+        growth starts at the rule's level, or at the cap when that is smaller (adaptive=False: the
+        fixed level is the cap)."""
+        clip = (lambda v: int(min(m, max(1, v))))
+        rule = clip(default_level(self.beta, m, n) if self.kernel == "linear" else math.ceil(KERNEL_S_FRACTION * m))
         s = self.s
         if isinstance(s, str):
-            s = default_level(self.beta, m, n) if self.kernel == "linear" else math.ceil(KERNEL_S_FRACTION * m)
-        elif isinstance(s, numbers.Integral):
-            s = int(s)
-        else:
-            s = math.ceil(s * m)
-        return int(min(m, max(1, s)))
+            return rule, m
+        cap = clip(int(s) if isinstance(s, numbers.Integral) else math.ceil(s * m))
+        return (min(rule, cap) if self.adaptive else cap), cap
 
     @with_callbacks
     def fit(self, X, y):
@@ -694,8 +723,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         client then keeps one byte per sample)."""
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
-        s0 = self._level(m, n)
-        require(nssvc_working_bytes(self.kernel, m, n, s0), f"NSSVC with s={s0} on {m} x {n} data",
+        s0, s_max = self._levels(m, n)
+        s_mem = s0 if isinstance(self.s, str) else s_max  # a user's level: the memory of the cap, checked up front
+        require(nssvc_working_bytes(self.kernel, m, n, s_mem), f"NSSVC with s={s_mem} on {m} x {n} data",
                 "lower s" + ("" if self.kernel == "linear" else " (the kernel columns of the working set are kept: "
                              "8 m s bytes)"))
         eta = 1.0 / m if self.eta is None else float(self.eta)
@@ -716,7 +746,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
                 Q = kernel_Q
             solver = NewtonSolver(Q, yk, s=s0, C=float(self.C), c=c, eta=eta, tol=tol, max_iter=int(self.max_iter),
                                   adaptive=bool(self.adaptive), rng=rng, refit_intercept=bool(self.refit_intercept),
-                                  t0=self.t0, progress=monitor.problem_if_needed(i))
+                                  t0=self.t0, progress=monitor.problem_if_needed(i), s_max=s_max)
             # the algebra on T is small: a threaded BLAS only competes with the OpenMP passes (measured:
             # a 300 x 300 Cholesky after a pass took 0.3 s instead of 0.4 ms on 2 cores)
             with one_thread("blas"):
@@ -726,7 +756,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         monitor.close()
         self.n_kernel_columns_ = 0 if kernel_Q is None else kernel_Q.n_computed
         warn_if_stopped_early(self, [sv.status for sv in solvers],
-                              f"NSSVC stopped at max_iter={self.max_iter} before (66)/(67) held; raise max_iter or tol.")
+                              f"NSSVC stopped at max_iter={self.max_iter} before converging (the residual of the "
+                              "stationary equations below tol and, with adaptive=True, no further gain in training "
+                              "accuracy); raise max_iter or tol.")
         return solvers
 
     def _store(self, solvers, rows, shape):
@@ -745,6 +777,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self.n_iter_ = np.array([sv.n_iter for sv in solvers], dtype=np.int64)
         self.norm_F_ = np.array([sv.norm_F for sv in solvers])
         self.s_ = np.array([sv.s for sv in solvers], dtype=np.int64)
+        self.n_support_ = np.array([len(sv.S) for sv in solvers], dtype=np.int64)
         self.training_accuracy_ = np.array([sv.acc for sv in solvers])
         self.history_ = [sv.history for sv in solvers]
         self.converged_ = all(sv.converged for sv in solvers)
