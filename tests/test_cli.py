@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file, make_classification
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import sparsekernel
 from sparsekernel import SVC, KernelLogisticRegression, SparseKernelLogisticRegression, load_model, save_model
@@ -81,13 +83,26 @@ def klr_file(data):
 
 
 def test_fit_csv_is_the_library_fit(data, klr_file):
+    """By default the features are standardised inside the model: the file holds the Pipeline."""
     _, (Xtr, ytr, Xte, _) = data
     stdout, path = klr_file
     assert "klr.skm" in stdout and "training accuracy" in stdout and "n_train" in stdout
+    assert "standardised inside the model" in stdout
     model = load_model(path)
-    assert isinstance(model, KernelLogisticRegression) and model.C == 2.0 and model.gamma == 0.5
-    reference = KernelLogisticRegression(C=2.0, gamma=0.5).fit(Xtr, ytr)
+    assert isinstance(model, Pipeline) and isinstance(model[0], StandardScaler) and model[0].with_mean
+    assert isinstance(model[-1], KernelLogisticRegression) and model[-1].C == 2.0 and model[-1].gamma == 0.5
+    reference = make_pipeline(StandardScaler(), KernelLogisticRegression(C=2.0, gamma=0.5)).fit(Xtr, ytr)
     np.testing.assert_array_equal(model.predict_proba(Xte), reference.predict_proba(Xte))
+
+
+def test_fit_no_scale_is_the_bare_library_fit(data):
+    d, (Xtr, ytr, Xte, _) = data
+    proc = run("fit", "klr", "train.csv", "--label-column", "species", "-o", "raw.skm", "--no-scale", cwd=d)
+    assert "as given (--no-scale)" in proc.stdout
+    model = load_model(d / "raw.skm")
+    assert isinstance(model, KernelLogisticRegression)
+    np.testing.assert_array_equal(model.predict_proba(Xte), KernelLogisticRegression().fit(Xtr, ytr).predict_proba(Xte))
+    assert "as given" in run("info", "raw.skm", cwd=d).stdout
 
 
 def test_predict_csv_labels_and_probabilities(data, klr_file):
@@ -107,7 +122,8 @@ def test_fit_predict_svmlight(data):
     proc = run("fit", "sklr", "train.svm", "-o", "sklr.skm", "--lam", "0.1", "--test-size", "0.2", cwd=d)
     assert "test accuracy" in proc.stdout
     model = load_model(d / "sklr.skm")
-    assert isinstance(model, SparseKernelLogisticRegression) and model.lam == 0.1
+    assert isinstance(model[-1], SparseKernelLogisticRegression) and model[-1].lam == 0.1
+    assert not model[0].with_mean  # sparse data: scaled, not centred
     X, _ = load_svmlight_file(str(d / "test.svm"), n_features=model.n_features_in_)
     proba = run("predict", "sklr.skm", "test.svm", "--proba", cwd=d).stdout.splitlines()
     assert proba[0] == "-1,1"
@@ -122,10 +138,11 @@ def test_compare_holdout_table_csv_and_plot(data):
     assert "svc" in proc.stdout and "sklr" in proc.stdout and "ECE" in proc.stdout
     with open(d / "results.csv") as f:
         rows = {r["model"]: r for r in csv.DictReader(f)}
-    assert float(rows["svc"]["accuracy"]) == SVC(random_state=0).fit(Xtr, ytr).score(Xte, yte)
-    sklr = SparseKernelLogisticRegression().fit(Xtr, ytr)
+    svc = make_pipeline(StandardScaler(), SVC(random_state=0)).fit(Xtr, ytr)  # --scale by default
+    assert float(rows["svc"]["accuracy"]) == svc.score(Xte, yte)
+    sklr = make_pipeline(StandardScaler(), SparseKernelLogisticRegression()).fit(Xtr, ytr)
     assert float(rows["sklr"]["accuracy"]) == sklr.score(Xte, yte)
-    assert int(float(rows["sklr"]["n_expansion"])) == sklr.n_expansion_
+    assert int(float(rows["sklr"]["n_expansion"])) == sklr[-1].n_expansion_
     assert np.isnan(float(rows["svc"]["log_loss"])) and 0 < float(rows["sklr"]["log_loss"]) < 2
     assert 0 <= float(rows["sklr"]["ece"]) < 0.5
     if plot:
@@ -142,7 +159,7 @@ def test_info(data, klr_file):
     d, _ = data
     proc = run("info", "klr.skm", cwd=d)
     for text in ("KernelLogisticRegression", "sparsekernel 0.1.0", "C=2.0", "gamma=0.5", "n_features_in_",
-                 "ant, bee, cow"):
+                 "ant, bee, cow", "standardised inside the model (StandardScaler", "model format 2"):
         assert text in proc.stdout
 
 

@@ -7,8 +7,10 @@ list the built-in data sets, and run the demo tables.
     sparsekernel info model.skm
 
 Any failure (a bad file, a missing label column, a non-numeric cell, a model file of another
-format version, an unknown model) is one line on stderr and a non-zero exit status: 1 for errors,
-2 for command-line usage, 130 when interrupted. Set SPARSEKERNEL_DEBUG=1 for the traceback.
+format version, an unknown model, regression data given to a classifier) is one short line on
+stderr and a non-zero exit status: 1 for errors, 2 for command-line usage, 130 when interrupted.
+Set SPARSEKERNEL_DEBUG=1 for the traceback. Output cut short by its reader (``| head``) ends
+quietly with status 141.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import warnings
 import click
 from rich.table import Table
 
-from ._common import MODELS, out
+from ._common import MODELS, one_line, out
 from .compare import compare
 from .model import fit, info, predict
 
@@ -29,6 +31,7 @@ __all__ = ["app", "main"]
 _EPILOG = """\b
 Examples:
   sparsekernel compare breast_cancer
+  sparsekernel compare diabetes        (regression data: svr against scikit-learn's SVR)
   sparsekernel compare train.csv --test test.csv --models svc,sklr --plot frontier.png
   sparsekernel fit sklr train.csv -o model.skm --C 10 --gamma 0.1
   sparsekernel predict model.skm test.csv --proba -o proba.csv
@@ -39,7 +42,9 @@ Models:
 """ + "\n".join(f"  {name:<6} {text}" for name, (_, text) in MODELS.items()) + """
 
 Data: a CSV file (--label-column, default the last column), an svmlight/libsvm file (.gz too),
-an .npz file with arrays X and y, or a built-in name (sparsekernel datasets)."""
+an .npz file with arrays X and y, or a built-in name (sparsekernel datasets). fit and compare
+standardise the features inside the model (--no-scale keeps them as given); regression data goes
+to svr (a classifier refuses it)."""
 
 
 def _version():
@@ -48,7 +53,21 @@ def _version():
     return __version__
 
 
-@click.group(invoke_without_command=True, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+class _StdoutClosed(Exception):
+    """stdout's reader went away (EPIPE); not an OSError, so that click does not end the process
+    itself with status 1."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise _StdoutClosed from e
+
+
+@click.group(cls=_Group, invoke_without_command=True, epilog=_EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=_version(), prog_name="sparsekernel")
 @click.pass_context
 def app(ctx):
@@ -88,10 +107,6 @@ app.add_command(info)
 app.add_command(compare)
 
 
-def _one_line(text):
-    return " ".join(str(text).split())
-
-
 def _message(exc):
     if isinstance(exc, click.UsageError):
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
@@ -108,19 +123,43 @@ def _message(exc):
 def _print_warnings(caught):
     seen = set()
     for w in caught:
-        text = _one_line(f"{w.category.__name__}: {w.message}")
+        text = one_line(f"{w.category.__name__}: {w.message}")
         if text not in seen:
             seen.add(text)
             click.echo(f"sparsekernel: warning: {text}", err=True)
 
 
+def quiet_broken_pipe(run):
+    """Call ``run()`` and return its exit status; when the reader of stdout goes away (``... | head``)
+    end quietly with status 141 (a process killed by SIGPIPE, as the shell reports it): no traceback,
+    and stdout pointed at /dev/null so that the interpreter's last flush does not complain."""
+    try:
+        status = run()
+        sys.stdout.flush()
+        return status
+    except (BrokenPipeError, _StdoutClosed):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor behind sys.stdout (captured)
+            pass
+        return 141
+
+
 def main(argv=None):
     """Run the command line (``argv`` defaults to ``sys.argv[1:]``) and return the exit status."""
+    return quiet_broken_pipe(lambda: _main(argv))
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = bool(os.environ.get("SPARSEKERNEL_DEBUG"))
     with warnings.catch_warnings(record=True) as caught:
         try:
             status = app.main(args=argv, prog_name="sparsekernel", standalone_mode=False)
+        except (BrokenPipeError, _StdoutClosed):
+            raise
         except KeyboardInterrupt:
             click.echo("sparsekernel: interrupted", err=True)
             return 130
@@ -130,7 +169,7 @@ def main(argv=None):
         except Exception as exc:  # one line, never a traceback (unless asked for)
             if debug:
                 raise
-            click.echo(f"sparsekernel: error: {_one_line(_message(exc))}", err=True)
+            click.echo(f"sparsekernel: error: {one_line(_message(exc))}", err=True)
             return exc.exit_code if isinstance(exc, click.ClickException) else 1
     _print_warnings(caught)
     return status if isinstance(status, int) else 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import time
 
 import click
 import numpy as np
+import scipy.sparse as sp
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -33,6 +35,39 @@ MODELS = {
     "skfd": (SparseKFD, "sparse kernel Fisher discriminant: learned expansion vectors"),
 }
 CLASSIFIERS = [name for name, (cls, _) in MODELS.items() if cls is not SVR]
+
+
+# ---------------------------------------------------------------------- messages
+_EQUATION = re.compile(r"\s*\(\d+\)(?:\s*(?:/|,|and|or)\s*\(\d+\))*")  # a paper's "(66)", "(66)/(67)"
+
+
+def one_line(text, limit=300):
+    """A message as one short line in words: white space collapsed, the papers' equation numbers
+    ("(66)") dropped, long literals (a set of 214 labels, an array) cut to "...", at most ``limit``
+    characters."""
+    text = " ".join(str(text).split())
+    text = re.sub(r"before \(\d+\)(?:/\(\d+\))* held", "before converging", text)
+    text = _EQUATION.sub("", text)
+    text = _elide_long_brackets(text)
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def _elide_long_brackets(text, longest=60):
+    """Each outermost bracketed part ((), [], {}) longer than ``longest`` characters that holds data
+    rather than words (under half letters, or more than 8 commas) as "[...]"."""
+    pairs, stack, long = {")": "(", "]": "[", "}": "{"}, [], []
+    for i, c in enumerate(text):
+        if c in "([{":
+            stack.append(i)
+        elif c in pairs and stack and text[stack[-1]] == pairs[c]:
+            start = stack.pop()
+            inside = text[start + 1:i]
+            if len(inside) > longest and (sum(ch.isalpha() for ch in inside) < len(inside) / 2
+                                          or inside.count(",") > 8):
+                long = [(a, b) for a, b in long if a < start] + [(start, i)]  # drops the parts inside it
+    for start, end in reversed(long):
+        text = text[:start + 1] + "..." + text[end:]
+    return text
 
 
 class CliError(click.ClickException):
@@ -88,7 +123,10 @@ _MODEL_OPTIONS = [
     (("--gamma",), "gamma", NumberOr("scale", "auto"), "Kernel gamma: 'scale', 'auto' or a number."),
     (("--degree",), "degree", int, "Degree of the poly kernel."),
     (("--coef0",), "coef0", float, "coef0 of the poly and sigmoid kernels."),
-    (("--lam",), "lam", NumberOr("auto"), "Sparsity coefficient of sklr ('auto' = C / 10)."),
+    (("--lam",), "lam", NumberOr("auto"),
+     "sklr: sparsity coefficient, a number or 'auto' (the default): log(C / b), the log-odds at which a point "
+     "leaves the model (b: the coefficients' lower bound, -p bound=..., by default the smaller of 1e-5 and "
+     "C / 1000), clipped to between C / 10 and C / 4."),
     (("--s",), "s", NumberOr("auto", integer=True), "nssvc: support vectors (int) or a fraction of the samples."),
     (("--n-expansion",), "n_expansion", NumberOr(integer=True),
      "slmc, skfd: expansion vectors (int) or a fraction of the SVM's support vectors."),
@@ -134,21 +172,92 @@ def flag_of(param):
     return f"-p {param}=..."
 
 
-def build_model(name, params, seed, *, strict=True):
+def build_model(name, params, seed, *, strict=True, cls=None, defaults=None):
     """An estimator for a command-line model name with the given parameters.
 
     ``random_state`` is ``seed`` where the estimator has it (unless given). With ``strict`` a
     parameter the estimator does not have is a CliError; otherwise it is left out for this model.
+    ``cls`` is the estimator class (default: the name's in MODELS); ``defaults`` are parameters
+    that the given ones override.
     """
-    cls = model_class(name)
+    cls = model_class(name) if cls is None else cls
     known = cls().get_params(deep=False)
     unknown = [p for p in params if p not in known]
     if strict and unknown:
         raise CliError(f"{', '.join(map(flag_of, unknown))} does not apply to {name} ({cls.__name__})")
-    chosen = {k: v for k, v in params.items() if k in known}
+    chosen = {**(defaults or {}), **{k: v for k, v in params.items() if k in known}}
     if "random_state" in known and "random_state" not in chosen:
         chosen["random_state"] = seed
     return cls(**chosen)
+
+
+def scaled(model, X, scale):
+    """``model``, or with ``scale`` a Pipeline that standardises the features first (StandardScaler;
+    without centring for sparse X, which centring would make dense)."""
+    if not scale:
+        return model
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), model)
+
+
+def final_step(model):
+    """The estimator of a model: itself, or a Pipeline's last step."""
+    from sklearn.pipeline import Pipeline
+
+    return model.steps[-1][1] if isinstance(model, Pipeline) else model
+
+
+def scale_option(default, text):
+    return click.option("--scale/--no-scale", default=default, show_default=True, help=text)
+
+
+# ---------------------------------------------------------------------- the task of a data set
+TASKS = ("classification", "regression")
+
+
+def task_option(fn):
+    return click.option("--task", type=click.Choice(TASKS),
+                        help="Read the labels as classes or as regression targets [default: the built-in data "
+                             "set's task, else guessed from the labels].")(fn)
+
+
+def data_task(spec, y, name, task=None):
+    """(task, what, sure) of the labels ``y`` of data ``spec``: task 'classification' or
+    'regression'; ``what`` says so in words ("diabetes is a regression data set"); ``sure`` is False
+    when the task is only guessed from integer labels (--task overrides the guess). An explicit
+    ``task`` the labels cannot have (regression on strings, classes of non-integer numbers) is a
+    CliError."""
+    y = np.asarray(y)
+    numeric = y.dtype.kind in "biuf"
+    integral = numeric and (y.dtype.kind != "f" or bool(np.all(np.isfinite(y)) and np.all(y == np.round(y))))
+    if task == "regression" and not numeric:
+        raise CliError(f"{name} has non-numeric labels: they cannot be regression targets")
+    if task == "classification" and not integral:
+        raise CliError(f"{name} has non-integer numeric labels: they cannot be classes")
+    if task is not None:
+        return task, f"--task {task}", True
+    builtin = None if os.path.exists(spec) else _builtin_task(spec)
+    if builtin is not None:
+        return builtin, f"{name} is a {builtin} data set", True
+    if not numeric:
+        return "classification", f"{name} has non-numeric labels (classes)", True
+    if not integral:
+        return "regression", f"{name} has non-integer numeric labels (regression targets)", True
+    n, n_distinct = y.size, len(np.unique(y))
+    if (n > 20 and n_distinct > 0.5 * n) or (n_distinct > 50 and n_distinct > n / 5):
+        return "regression", f"{name} looks like regression data ({n_distinct} distinct integer labels in {n} " \
+                             "samples)", False
+    return "classification", f"{name} looks like classification data ({n_distinct} distinct integer labels)", False
+
+
+def _builtin_task(spec):
+    """The task of a built-in data set name ('name' or 'name:n_samples'), or None."""
+    from ..datasets import _BUILTIN  # name -> (task, ...)
+
+    entry = _BUILTIN.get(str(spec).partition(":")[0])
+    return None if entry is None else entry[0]
 
 
 # ---------------------------------------------------------------------- data, progress, sizes

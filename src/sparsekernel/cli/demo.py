@@ -51,6 +51,14 @@ def _fit(model, Xtr, ytr, Xte, yte):
 
 
 def main(argv=None):
+    """sparsekernel-demo: print the tables (ending quietly, status 141, when the reader of the output
+    goes away, as ``sparsekernel`` does)."""
+    from . import quiet_broken_pipe
+
+    return quiet_broken_pipe(lambda: _tables(argv))
+
+
+def _tables(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--C", type=float, default=1.0)
     parser.add_argument("--n-synthetic", type=int, default=20000)

@@ -8,14 +8,18 @@ import sys
 
 import click
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import is_classifier
 from sklearn.model_selection import train_test_split
 
 from ..io import load_model, read_header, save_model
-from ._common import (CliError, build_model, describe_data, model_options, n_expansion_vectors, progress,
-                      read_data, split_model_params)
+from ._common import (CliError, build_model, data_task, describe_data, final_step, model_options, n_expansion_vectors,
+                      progress, read_data, scale_option, scaled, split_model_params, task_option)
 
 _LABEL_HELP = "CSV: the label column, by header name or index (default: the last column)."
+_SCALE_HELP = ("Standardise the features inside the saved model (a StandardScaler fitted on the training data, "
+               "not centring sparse data), so that predict applies it too. On by default, as kernel machines "
+               "need features on comparable scales; --no-scale for features already scaled.")
 
 
 def split(X, y, test_size, seed, classifier):
@@ -40,37 +44,62 @@ def _print_key_values(rows):
 
 
 def _kernel_text(model):
+    model = final_step(model)
     kernel = model.kernel
     if kernel in ("rbf", "poly", "sigmoid", "laplacian"):
         return f"{kernel}, gamma {model._gamma:.6g}" + ("" if isinstance(model.gamma, float) else f" ({model.gamma})")
     return kernel
 
 
+def _check_task(model_name, classifier, data, y, name, task):
+    """A CliError when DATA's labels are not what the model learns: regression targets for a
+    classifier (also when only guessed from many distinct integer labels: --task classification
+    overrides), classes for svr (when sure: a built-in classification set, non-numeric labels)."""
+    found, what, sure = data_task(data, y, name, task)
+    if classifier and found == "regression":
+        hint = "" if sure else f", or --task classification to fit {model_name} anyway"
+        raise CliError(f"{what}: use `fit svr`{hint}")
+    if not classifier and found == "classification" and sure:
+        raise CliError(f"{what}: use a classifier, e.g. `fit svc`")
+
+
 @click.command()
 @click.argument("model_name", metavar="MODEL")
 @click.argument("data")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="The model file to write [default: MODEL.skm].")
+@click.option("-f", "--force", is_flag=True, help="Replace the model file if it exists (else an error).")
 @click.option("--label-column", help=_LABEL_HELP)
 @click.option("--test-size", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0, show_default=True,
               help="Hold out this fraction of DATA and report the score on it.")
+@scale_option(True, _SCALE_HELP)
+@task_option
 @model_options
-def fit(model_name, data, output, label_column, test_size, **options):
-    """Fit MODEL (svc, svr, klr, sklr, nssvc, slmc, skfd) on DATA and save it to a .skm file."""
+def fit(model_name, data, output, force, label_column, test_size, scale, task, **options):
+    """Fit MODEL (svc, svr, klr, sklr, nssvc, slmc, skfd) on DATA and save it to a .skm file (never
+    over an existing file without --force). The features are standardised inside the model unless
+    --no-scale. A classifier refuses regression data and svr classification data."""
     params, seed = split_model_params(options)
-    model = build_model(model_name, params, seed)
+    estimator = build_model(model_name, params, seed)
     X, y, name = read_data(data, label_column)
-    classifier = is_classifier(model)
+    classifier = is_classifier(estimator)
+    _check_task(model_name, classifier, data, y, name, task)
+    output = output or f"{model_name}.skm"
+    if os.path.exists(output) and not force:  # before the fit
+        raise CliError(f"{output} exists: give --force to replace it, or -o another file")
+    model = scaled(estimator, X, scale)
     Xtr, ytr, Xte, yte = X, y, None, None
     if test_size > 0:
         Xtr, Xte, ytr, yte = split(X, y, test_size, seed, classifier)
     with progress(f"fitting {model_name} on {name} ({Xtr.shape[0]} samples)") as elapsed:
         model.fit(Xtr, ytr)
         seconds = elapsed()
-    output = output or f"{model_name}.skm"
     save_model(model, output)
     score = "accuracy" if classifier else "R^2"
-    n_xv = n_expansion_vectors(model)
-    rows = [("model", f"{model_name} ({type(model).__name__}), kernel {_kernel_text(model)}"),
+    n_xv = n_expansion_vectors(estimator)
+    rows = [("model", f"{model_name} ({type(estimator).__name__}), kernel {_kernel_text(estimator)}"),
+            ("features", "standardised inside the model (StandardScaler" + (", not centred: sparse data)"
+                                                                             if sp.issparse(X) else ")")
+             if scale else "as given (--no-scale)"),
             ("data", describe_data(X, y if classifier else None, name)),
             ("n_train", Xtr.shape[0]),
             (f"training {score}", f"{model.score(Xtr, ytr):.4f}")]
@@ -93,9 +122,11 @@ def predict(model_file, data, proba, output, label_column):
     """Predict DATA with a saved model: one label per line, or probabilities with --proba."""
     model = load_model(model_file)
     if proba and not hasattr(model, "predict_proba"):
-        raise CliError(f"{type(model).__name__} models have no probabilities (klr and sklr have; "
+        raise CliError(f"{type(final_step(model)).__name__} models have no probabilities (klr and sklr have; "
                        "svc only when fitted with -p probability=true)")
     X, y, name = read_data(data, label_column, n_features=model.n_features_in_, need_labels=False)
+    if sp.issparse(X) and _centres(model):
+        X = X.toarray()  # a model fitted on dense data centres the features: sparse input made dense
     if proba:
         rows = [[str(c) for c in model.classes_.tolist()]] + model.predict_proba(X).tolist()
     else:
@@ -110,6 +141,11 @@ def predict(model_file, data, proba, output, label_column):
         csv.writer(f, lineterminator="\n").writerows(rows)
 
 
+def _centres(model):
+    """Whether a model's pipeline centres the features (a StandardScaler with_mean)."""
+    return any(getattr(step, "with_mean", False) for _, step in getattr(model, "steps", [])[:-1])
+
+
 @click.command()
 @click.argument("model_file", metavar="MODEL.skm")
 def info(model_file):
@@ -120,14 +156,25 @@ def info(model_file):
             ("saved by", f"sparsekernel {header.get('library_version', '?')} (model format "
                          f"{header['format_version']})"),
             ("kernel", _kernel_text(model)),
+            ("features", _features_text(header)),
             ("n_features_in_", model.n_features_in_)]
     classes = getattr(model, "classes_", None)
     if classes is not None:
         shown = ", ".join(map(str, classes[:10].tolist())) + (", ..." if len(classes) > 10 else "")
         rows.append(("classes_", f"{len(classes)}: {shown}"))
-    rows += [("expansion vectors", n_expansion_vectors(model)),
+    rows += [("expansion vectors", n_expansion_vectors(final_step(model))),
              ("file", f"{model_file} ({_size(model_file)}, {len(header['attributes'])} fitted attributes)"),
              ("params", ", ".join(f"{k}={v!r}" for k, v in header["params"].items()))]
     if header.get("dropped_params"):
         rows.append(("not stored", ", ".join(header["dropped_params"]) + " (defaults on load)"))
     _print_key_values(rows)
+
+
+def _features_text(header):
+    """How a saved model treats the features: as given, or standardised by its StandardScaler steps."""
+    pre = header.get("pipeline", {}).get("preprocessing", [])
+    if not pre:
+        return "as given (no scaling in the model)"
+    centred = all(step["params"].get("with_mean", True) for step in pre)
+    return "standardised inside the model (StandardScaler" + ("" if centred else ", not centred") + \
+        f"; pipeline steps {', '.join(header['pipeline']['steps'])})"
