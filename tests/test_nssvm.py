@@ -22,7 +22,11 @@ index), F(z; T) = [g_T; a_{T complement}; <a_T, y_T>] (36).
 9. best_accuracy_intercept against a brute-force threshold search;
 10. refit_intercept on Example 4.1 data (make_nssvm_gaussians);
 11. the initial working set T0 is balanced between the classes (DESIGN.md: the paper's T0 rule
-    picks one class only), Algorithm 2's growth rule of s, the s(beta) rule.
+    picks one class only), Algorithm 2's growth rule of s, the s(beta) rule;
+12. an int (or float) s is a hard cap on each problem's support vectors (binary, one-vs-rest,
+    dense, CSR, in memory and on Dask), Algorithm 2's growth running up to it; s='auto' keeps the
+    paper's rule;
+13. the errors and warnings a user sees carry no equation numbers.
 
 No file outside the repository is read.
 """
@@ -792,3 +796,175 @@ def test_misaligned_input_is_read_as_aligned():
         a = NSSVC(kernel=kernel, random_state=0).fit(Xm, y)
         b = NSSVC(kernel=kernel, random_state=0).fit(X, y)
         np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+
+
+# ------------------------------------------------------------------ 12. an int s is a hard cap
+def _support_per_problem(model):
+    return np.count_nonzero(model.dual_coef_, axis=1)
+
+
+def _check_cap(model, k):
+    """s_, n_support_, every iterate's s and each problem's nonzero alphas are at most k."""
+    assert np.all(model.s_ <= k), model.s_
+    assert np.all(model.n_support_ <= k), model.n_support_
+    np.testing.assert_array_equal(model.n_support_, _support_per_problem(model))
+    assert np.all(model.n_support_ <= model.s_)
+    for h in model.history_:
+        assert h[:, 2].max() <= k
+    n_problems = len(model.dual_coef_)
+    assert len(model.support_) <= n_problems * k
+
+
+def _raw_breast_cancer():
+    """breast_cancer as distributed (unstandardised): Algorithm 2's loop needs hundreds of iterations
+    there, so an uncapped s grows every tenth one, to (nearly) all the samples."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("k", [1, 5, 20, 50])
+def test_int_s_caps_the_support_vectors_binary(k, kernel, sparse):
+    """NSSVC(s=k) keeps at most k support vectors (issue 35: s=20 kept 419 of 426 samples), on the
+    raw and on the standardised breast_cancer."""
+    Xtr, Xte, ytr, yte = _raw_breast_cancer()
+    scaler = StandardScaler().fit(Xtr)
+    for X, Xt in ((Xtr, Xte), (scaler.transform(Xtr), scaler.transform(Xte))):
+        if sparse:
+            X, Xt = sp.csr_matrix(X), sp.csr_matrix(Xt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # raw data at small k: max_iter may end it
+            model = NSSVC(s=k, kernel=kernel, random_state=0).fit(X, ytr)
+        _check_cap(model, k)
+        assert len(model.support_) <= k
+        assert model.n_support_.shape == (1,)
+    if k >= 20:  # the standardised fit at the cap still classifies (all-majority: 0.63)
+        assert model.score(Xt, yte) >= 0.85
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("k", [3, 10, 25])
+def test_int_s_caps_every_one_vs_rest_problem(k, kernel, sparse):
+    """More classes: each one-vs-rest problem keeps at most k support vectors (digits: s=50 kept 871
+    in one problem before the cap)."""
+    X, y = dataset("digits")
+    X = sp.csr_matrix(X) if sparse else X
+    model = NSSVC(s=k, kernel=kernel, random_state=0).fit(X, y)
+    assert model.s_.shape == model.n_support_.shape == (10,)
+    _check_cap(model, k)
+    assert len(model.support_) <= 10 * k
+    if k >= 10:
+        assert model.score(X, y) >= 0.6  # ten classes: chance is 0.1
+
+
+def test_fraction_s_is_a_cap_too():
+    Xtr, _, ytr, _ = _raw_breast_cancer()
+    Xtr = StandardScaler().fit_transform(Xtr)
+    model = _fit(Xtr, ytr, s=0.05)
+    _check_cap(model, math.ceil(0.05 * len(Xtr)))
+
+
+def test_adaptive_growth_runs_up_to_the_cap():
+    """Algorithm 2's growth of an int s: from the level 'auto' starts at (or from s when that is
+    smaller), by sigma = 1.1 at the paper's steps, clipped to s."""
+    X, y = make_nssvm_gaussians(5000, random_state=1)
+    m, n = X.shape
+    s0 = sparsity_level(0.05, m, n)  # 13
+    cap = s0 + 3
+    model = _fit(X, y, beta=0.05, s=cap)
+    h = model.history_[0]
+    tol = 1e-6 * math.sqrt(m)
+    assert h[0, 2] == s0
+    for k in range(len(h) - 1):
+        grow = k % 10 == 0 or h[k, 0] < tol
+        assert h[k + 1, 2] == (min(cap, math.ceil(1.1 * h[k, 2])) if grow else h[k, 2])
+    assert h[:, 2].max() == cap == model.s_[0]  # it reached the cap and stayed there
+    # below the rule's start, the growth starts at the cap (and has nowhere to go)
+    small = _fit(X, y, beta=0.05, s=5)
+    assert np.all(small.history_[0][:, 2] == 5) and small.n_support_[0] <= 5
+    # the cap does not change a fit that never reaches it
+    auto = _fit(X, y, beta=0.05)
+    roomy = _fit(X, y, beta=0.05, s=int(auto.s_[0]))
+    np.testing.assert_array_equal(roomy.dual_coef_, auto.dual_coef_)
+    np.testing.assert_array_equal(roomy.history_[0], auto.history_[0])
+
+
+def test_auto_is_the_default_and_keeps_the_paper_rule():
+    """s='auto' is the default; its growth has no cap but m (unstandardised breast_cancer: all of the
+    samples, as the docstring says), and it is sparse when m >> n (Example 4.1, n = 2)."""
+    assert NSSVC().s == "auto"
+    Xtr, _, ytr, _ = _raw_breast_cancer()
+    model = NSSVC(random_state=0).fit(Xtr, ytr)
+    assert model.s_[0] > 0.9 * len(Xtr)
+    X, y = make_nssvm_gaussians(10_000, random_state=0)
+    model = NSSVC(random_state=0).fit(X, y)
+    assert model.n_support_[0] < 0.05 * len(X)
+
+
+@pytest.mark.parametrize("s", [np.int64(7), 7])
+def test_s_accepts_numpy_integers(s):
+    X, y = _small()
+    model = NSSVC(s=s, random_state=0).fit(X, y)
+    _check_cap(model, 7)
+
+
+# ------------------------------------------------- 13. user-facing messages carry no equation numbers
+_EQUATION = r"\(\d+\)"
+
+
+def test_messages_have_no_equation_numbers():
+    """The errors and warnings a user sees say what went wrong in words, not as "(66)/(67)"."""
+    import re
+
+    X, y = _small()
+    with pytest.raises(ValueError) as err:
+        NSSVC(C=0.1, c=0.2).fit(X, y)
+    assert "smaller than C" in str(err.value) and not re.search(_EQUATION, str(err.value))
+    Xh, yh = make_classification(n_samples=300, n_features=6, flip_y=0.3, random_state=0)
+    with pytest.warns(ConvergenceWarning) as rec:
+        NSSVC(max_iter=1, random_state=0).fit(Xh, yh)
+    text = " ".join(str(w.message) for w in rec)
+    assert "max_iter=1" in text and not re.search(_EQUATION, text)
+    for bad in (dict(s=0), dict(s=1.5), dict(s="half"), dict(max_iter=0), dict(t0="first")):
+        with pytest.raises(ValueError) as err:
+            NSSVC(**bad).fit(X, y)
+        assert not re.search(_EQUATION, str(err.value)), str(err.value)
+
+
+def test_nssvm_source_messages_have_no_equation_numbers():
+    """Every string literal of a raise, a warning or a memory check in nssvm.py (the comments and
+    docstrings may cite the paper's equations)."""
+    import ast
+    import re
+
+    import sparsekernel.nssvm as mod
+
+    tree = ast.parse(open(mod.__file__).read())
+    calls = {"warn", "warn_if_stopped_early", "require"}
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)
+             or (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in calls)]
+    assert len(nodes) >= 10
+    found = [c.value for n in nodes for c in ast.walk(n) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+             and re.search(_EQUATION, c.value)]
+    assert not found, found
+
+
+def test_dask_fit_respects_the_cap(client):
+    """The distributed fit (sparsekernel.dask) goes through the same growth: capped, and equal to the
+    in-memory fit."""
+    da = pytest.importorskip("dask.array")
+    for n_classes, kernel in ((2, "linear"), (3, "linear"), (2, "rbf")):
+        X, y = make_classification(n_samples=4000, n_features=8, n_informative=5, n_classes=n_classes,
+                                   flip_y=0.1, random_state=0)
+        Xd, yd = da.from_array(X, chunks=(1500, 8)), da.from_array(y, chunks=(1500,))
+        k = 15
+        distributed_fit = NSSVC(s=k, kernel=kernel, random_state=0).fit(Xd, yd)
+        _check_cap(distributed_fit, k)
+        memory = NSSVC(s=k, kernel=kernel, random_state=0).fit(X, y)
+        np.testing.assert_array_equal(distributed_fit.support_, memory.support_)
+        np.testing.assert_allclose(distributed_fit.dual_coef_, memory.dual_coef_, rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(distributed_fit.s_, memory.s_)

@@ -544,7 +544,12 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         With these readings Table VII's NSV is reproduced (benchmarks/results/nssvm.md). False:
         Algorithm 1 with fixed s, stopping on (66).
     eta : float or None, default=None
-        Step of the eta-stationarity (32); None means 1 / m (section 4.2.1).
+        Step of the eta-stationarity (32); None means 1 / m (section 4.2.1), a step for
+        standardised features: on features of large scale the gradient's part of the scores
+        |alpha - eta g| dominates, the working set jumps at every iteration, and a fit whose s
+        cannot grow to nearly m (an int ``s``, ``adaptive=False``) stops at max_iter with a
+        ConvergenceWarning (breast_cancer as distributed, s=20: test accuracy 0.37; standardised:
+        0.92, or 0.93 unstandardised with eta=1e-8).
     tol : float or None, default=None
         epsilon of (66); None means 1e-6 * max(sqrt(m), sqrt(n)) (section 4.2).
     max_iter : int, default=1000
@@ -758,7 +763,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         warn_if_stopped_early(self, [sv.status for sv in solvers],
                               f"NSSVC stopped at max_iter={self.max_iter} before converging (the residual of the "
                               "stationary equations below tol and, with adaptive=True, no further gain in training "
-                              "accuracy); raise max_iter or tol.")
+                              "accuracy); raise max_iter or tol, and on features of large or unequal scales "
+                              "standardise them or lower eta (the working set then jumps from one iteration to the "
+                              "next).")
         return solvers
 
     def _store(self, solvers, rows, shape):
