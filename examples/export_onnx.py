@@ -1,4 +1,8 @@
-"""Export a fitted model to ONNX in float64 and check onnxruntime against the library, save it as
+"""
+Export to ONNX and .skm model files
+===================================
+
+Export a fitted model to ONNX in float64 and check onnxruntime against the library, save it as
 a .skm model file (no pickle inside) and load it back.
 
     pip install "sparsekernel[export]" && python examples/export_onnx.py

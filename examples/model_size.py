@@ -1,4 +1,8 @@
-"""A kernel classifier whose size you choose: SLMC learns N_z expansion vectors (not training
+"""
+A model size you choose: SLMC against the full SVC
+==================================================
+
+A kernel classifier whose size you choose: SLMC learns N_z expansion vectors (not training
 points), so prediction costs N_z kernel evaluations per sample, against the full SVC's N_SV.
 
     python examples/model_size.py

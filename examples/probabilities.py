@@ -1,4 +1,8 @@
-"""Kernel logistic regression gives probabilities from one fit; SVC(probability=True) needs an
+"""
+Probabilities from one fit: KLR against SVC + Platt
+===================================================
+
+Kernel logistic regression gives probabilities from one fit; SVC(probability=True) needs an
 inner 5-fold cross-validation (Platt) whose probabilities can disagree with its own predict.
 
     python examples/probabilities.py [reliability.png]

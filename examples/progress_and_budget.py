@@ -1,4 +1,8 @@
-"""Watch a fit and bound it: scikit-learn's ProgressBar (scikit-learn >= 1.9, with rich), a time
+"""
+Progress, time budgets and verbose output
+=========================================
+
+Watch a fit and bound it: scikit-learn's ProgressBar (scikit-learn >= 1.9, with rich), a time
 budget that returns the solver's current iterate as a usable model, and verbose text.
 
     python examples/progress_and_budget.py
