@@ -269,12 +269,12 @@ def api_notes() -> dict[str, str | None]:
 # ======================================================================================== store
 class Store:
     """One part's JSON (runs, entries keyed by unit of work, summary) next to its markdown, named
-    ``<prefix>_<part>`` (a benchmark's subclass sets its prefix)."""
+    ``<prefix>_<part>`` (``<prefix>`` for part None; a benchmark's subclass sets its prefix)."""
 
     prefix = "csmo"
 
-    def __init__(self, part: str, quick: bool, force: bool = False, register_run: bool = True):
-        stem = f"{self.prefix}_{part}" + ("_quick" if quick else "")
+    def __init__(self, part: str | None, quick: bool, force: bool = False, register_run: bool = True):
+        stem = (self.prefix if part is None else f"{self.prefix}_{part}") + ("_quick" if quick else "")
         self.part, self.quick, self.force = part, quick, force
         self.md_path = RESULTS / f"{stem}.md"
         self.json_path = RESULTS / f"{stem}.json"
@@ -288,8 +288,8 @@ class Store:
             self.run_index = len(self.runs) - 1
 
     @classmethod
-    def load(cls, part: str, quick: bool) -> Store | None:
-        stem = f"{cls.prefix}_{part}" + ("_quick" if quick else "")
+    def load(cls, part: str | None, quick: bool) -> Store | None:
+        stem = (cls.prefix if part is None else f"{cls.prefix}_{part}") + ("_quick" if quick else "")
         if not (RESULTS / f"{stem}.json").exists():
             return None
         return cls(part, quick, register_run=False)
