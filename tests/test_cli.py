@@ -244,3 +244,243 @@ def test_more_bad_inputs_in_process(bad_files, case, capsys, monkeypatch):
     status = main(args)
     captured = capsys.readouterr()
     _assert_one_line_error(status, captured.out, captured.err, expected)
+
+
+# ---------------------------------------------------------------------- issue 35, item 4: as a new user tries it
+def test_error_is_one_short_line_without_data(bad_files, capsys, monkeypatch):
+    """A library error that prints its data (scikit-learn's "y_true contains values {np.float64(136.0),
+    ...}", several kB) is one short line."""
+    compare_module = sys.modules["sparsekernel.cli.compare"]  # the package's name 'compare' is the command
+
+    def fails(*args, **kwargs):
+        raise ValueError(f"y_true contains values {set(np.arange(300.0).tolist())}. Labels: {np.arange(300.0)}")
+
+    monkeypatch.setattr(compare_module, "evaluate", fails)
+    monkeypatch.chdir(bad_files)
+    status = main(["compare", "train.svm", "--models", "svc"])
+    captured = capsys.readouterr()
+    _assert_one_line_error(status, captured.out, captured.err, "y_true contains values {...}. Labels: [...]")
+    assert len(captured.err) < 120 and "136.0" not in captured.err
+
+
+REGRESSION_MISUSE = {
+    "classifier on built-in regression": (["fit", "svc", "diabetes"], "diabetes is a regression data set: use `fit svr`"),
+    "compare classifiers on regression": (["compare", "diabetes", "--models", "svc,klr"],
+                                          "diabetes is a regression data set: svc, klr are classifiers"),
+    "svr on built-in classification": (["fit", "svr", "iris"], "iris is a classification data set: use a classifier"),
+    "classifier on non-integer targets": (["fit", "klr", "reg.csv"], "non-integer numeric labels"),
+    "classifier on many integer targets": (["fit", "svc", "counts.csv"],
+                                           "looks like regression data (60 distinct integer labels in 80 samples): "
+                                           "use `fit svr`, or --task classification"),
+    "compare svr on class labels": (["compare", "train.csv", "--label-column", "0", "--models", "svr"],
+                                    "non-numeric labels (classes): svr is a regressor"),
+    "regression on strings": (["compare", "train.csv", "--label-column", "0", "--task", "regression"],
+                              "non-numeric labels: they cannot be regression targets"),
+}
+
+
+@pytest.fixture(scope="module")
+def regression_files(bad_files):
+    """reg.csv: continuous targets; counts.csv: 80 samples, 60 distinct integer targets."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    np.savetxt(bad_files / "reg.csv", np.column_stack([X, X @ [1.0, 2.0, -1.0] + 0.1 * rng.normal(size=80)]),
+               delimiter=",")
+    np.savetxt(bad_files / "counts.csv", np.column_stack([X, np.arange(80) % 60]), delimiter=",", fmt="%.6g")
+    return bad_files
+
+
+@pytest.mark.parametrize("case", list(REGRESSION_MISUSE))
+def test_regression_data_and_classifiers_do_not_mix(regression_files, case, capsys, monkeypatch):
+    args, expected = REGRESSION_MISUSE[case]
+    monkeypatch.chdir(regression_files)
+    status = main(args)
+    captured = capsys.readouterr()
+    _assert_one_line_error(status, captured.out, captured.err, expected)
+    assert not any(p.name.endswith(".skm") and p.stat().st_size == 0 for p in regression_files.iterdir())
+
+
+def test_task_overrides_the_guess(regression_files, capsys, monkeypatch):
+    """--task classification fits a classifier on integer labels that look like regression targets."""
+    monkeypatch.chdir(regression_files)
+    assert main(["fit", "svc", "counts.csv", "--task", "classification", "-o", "counts_svc.skm"]) == 0
+    assert len(load_model(regression_files / "counts_svc.skm").classes_) == 60
+    capsys.readouterr()
+
+
+def test_compare_regression_data_compares_regressors(tmp_path, capsys, monkeypatch):
+    """compare diabetes: sparsekernel's SVR against scikit-learn's SVR, R^2 and RMSE as the library
+    computes them on the same split, features standardised."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.metrics import mean_squared_error, r2_score
+    from sklearn.model_selection import train_test_split
+    from sklearn.svm import SVR as SklearnSVR
+
+    from sparsekernel import SVR
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "diabetes", "--C", "10", "-o", "reg.csv"]) == 0
+    out = capsys.readouterr().out
+    assert "regression" in out and "R^2" in out and "sklearn-svr" in out and "accuracy" not in out
+    with open(tmp_path / "reg.csv") as f:
+        rows = {r["model"]: r for r in csv.DictReader(f)}
+    assert list(rows) == ["svr", "sklearn-svr"] and set(rows["svr"]) >= {"r2", "r2_std", "rmse", "n_expansion"}
+    X, y = load_diabetes(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    for name, cls in (("svr", SVR), ("sklearn-svr", SklearnSVR)):
+        pred = make_pipeline(StandardScaler(), cls(C=10.0)).fit(Xtr, ytr).predict(Xte)
+        assert float(rows[name]["r2"]) == pytest.approx(r2_score(yte, pred), abs=1e-12)
+        assert float(rows[name]["rmse"]) == pytest.approx(np.sqrt(mean_squared_error(yte, pred)), rel=1e-12)
+    assert float(rows["svr"]["r2"]) == pytest.approx(float(rows["sklearn-svr"]["r2"]), abs=1e-3)
+    assert main(["compare", "diabetes", "--cv", "3", "--models", "svr"]) == 0  # K folds, not stratified
+    assert "3-fold CV" in capsys.readouterr().out
+
+
+def test_fit_svr_on_regression_data(tmp_path):
+    proc = run("fit", "svr", "diabetes", "--test-size", "0.2", cwd=tmp_path)
+    assert "test R^2" in proc.stdout
+    model = load_model(tmp_path / "svr.skm")
+    from sklearn.datasets import load_diabetes
+
+    X, _ = load_diabetes(return_X_y=True)
+    lines = run("predict", "svr.skm", "diabetes", cwd=tmp_path).stdout.splitlines()
+    np.testing.assert_array_equal(np.array(lines, dtype=float), model.predict(X))
+
+
+def test_fit_refuses_to_replace_a_model_file(tmp_path):
+    run("fit", "svc", "iris", cwd=tmp_path)
+    before = (tmp_path / "svc.skm").read_bytes()
+    proc = run("fit", "svc", "iris", "--C", "5", cwd=tmp_path, check=False)
+    _assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "svc.skm exists: give --force")
+    assert (tmp_path / "svc.skm").read_bytes() == before
+    run("fit", "svc", "iris", "--C", "5", "--force", cwd=tmp_path)
+    assert load_model(tmp_path / "svc.skm")[-1].C == 5.0
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_model_file_follows_the_umask(tmp_path, umask):
+    import stat
+
+    proc = subprocess.run([sys.executable, "-m", "sparsekernel", "fit", "svc", "iris"], cwd=tmp_path, env=_ENV,
+                          capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(umask))
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_IMODE(os.stat(tmp_path / "svc.skm").st_mode) == 0o666 & ~umask
+
+
+def _read_then_close(args, cwd):
+    """Run ``args`` with stdout into a pipe whose reader takes one line and goes away (as ``| head -1``);
+    returns (exit status, stderr)."""
+    proc = subprocess.Popen(args, cwd=cwd, env=_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=300)
+    assert first
+    return proc.returncode, err
+
+
+def test_predict_into_a_closed_pipe_ends_quietly(tmp_path):
+    from sparsekernel.datasets import load_data
+
+    X, y, _ = load_data("moons")
+    save_model(KernelLogisticRegression().fit(X, y), tmp_path / "klr.skm")
+    status, err = _read_then_close([sys.executable, "-m", "sparsekernel", "predict", "klr.skm", "moons:100000",
+                                    "--proba"], tmp_path)  # 4 MB of probabilities: far beyond a pipe's buffer
+    assert status == 141 and err == ""
+
+
+def test_demo_into_a_closed_pipe_ends_quietly(tmp_path):
+    """sparsekernel-demo's entry point (sparsekernel.cli.demo:main), its tables replaced by a long print."""
+    code = ("import sparsekernel.cli.demo as demo\n"
+            "demo._tables = lambda argv: [print('x' * 99) for _ in range(100000)] and 0\n"
+            "raise SystemExit(demo.main([]))\n")
+    status, err = _read_then_close([sys.executable, "-c", code], tmp_path)
+    assert status == 141 and err == ""
+
+
+def test_scale_makes_raw_features_work_and_survives_predict_info_export(tmp_path):
+    """Features on wildly different scales: the default (standardised inside the model) beats
+    --no-scale; predict applies the scaler (also to sparse input of a model fitted on dense data),
+    info says so, and skl2onnx converts the loaded Pipeline."""
+    X, y = make_classification(300, n_features=6, n_informative=4, random_state=3)
+    X = X * np.array([1e4, 1e-3, 1.0, 50.0, 1e3, 0.1]) + 100.0
+    _write_csv(tmp_path / "raw.csv", X[:200], np.array(["no", "yes"])[y[:200]])
+    _write_csv(tmp_path / "raw_test.csv", X[200:])
+    dump_svmlight_file(X[200:], y[200:], str(tmp_path / "raw_test.svm"), zero_based=False)
+    scaled_fit = run("fit", "svc", "raw.csv", "--label-column", "species", "-o", "scaled.skm", cwd=tmp_path)
+    raw_fit = run("fit", "svc", "raw.csv", "--label-column", "species", "-o", "raw.skm", "--no-scale", cwd=tmp_path)
+
+    def accuracy(stdout):
+        return float(next(line for line in stdout.splitlines() if line.startswith("training accuracy")).split()[-1])
+
+    assert accuracy(scaled_fit.stdout) > accuracy(raw_fit.stdout) + 0.1
+    model = load_model(tmp_path / "scaled.skm")
+    labels = run("predict", "scaled.skm", "raw_test.csv", cwd=tmp_path).stdout.splitlines()
+    assert labels == model.predict(X[200:]).tolist()
+    from_svm = run("predict", "scaled.skm", "raw_test.svm", cwd=tmp_path).stdout.splitlines()  # sparse input
+    assert from_svm == labels
+    assert "standardised inside the model" in run("info", "scaled.skm", cwd=tmp_path).stdout
+    pytest.importorskip("skl2onnx")
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+    from skl2onnx import to_onnx
+
+    import sparsekernel.export  # noqa: F401  (registers the converters)
+
+    onx = to_onnx(model, X[:1].astype(np.float64))
+    session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"X": X[200:].astype(np.float64)})[0]
+    assert got.tolist() == labels
+
+
+def test_compare_scales_by_default_and_not_with_no_scale(data, capsys):
+    d, (Xtr, ytr, Xte, yte) = data
+    Xtr, Xte = Xtr * [1e3, 1.0, 1e-2, 1.0, 10.0], Xte * [1e3, 1.0, 1e-2, 1.0, 10.0]
+    _write_csv(d / "skewed_train.csv", Xtr, ytr)
+    _write_csv(d / "skewed_test.csv", Xte, yte)
+    for flag, model in (([], make_pipeline(StandardScaler(), SVC(random_state=0))),
+                        (["--no-scale"], SVC(random_state=0))):
+        assert main(["compare", str(d / "skewed_train.csv"), "--test", str(d / "skewed_test.csv"), "--label-column",
+                     "0", "--models", "svc", "-o", str(d / "skewed.csv"), *flag]) == 0
+        with open(d / "skewed.csv") as f:
+            (row,) = csv.DictReader(f)
+        assert float(row["accuracy"]) == model.fit(Xtr, ytr).score(Xte, yte)
+    assert "features as given (--no-scale)" in capsys.readouterr().out
+
+
+def test_compare_nssvc_uses_the_kernel_of_the_others(tmp_path, capsys):
+    """NSSVC's own default is linear; in compare it is rbf like the others, or --kernel's."""
+    from sklearn.model_selection import train_test_split
+
+    from sparsekernel import NSSVC
+    from sparsekernel.datasets import load_data
+
+    X, y, _ = load_data("moons")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+    def nssvc_accuracy(*options):
+        assert main(["compare", "moons", "--models", "nssvc", "-o", str(tmp_path / "n.csv"), *options]) == 0
+        with open(tmp_path / "n.csv") as f:
+            (row,) = csv.DictReader(f)
+        return float(row["accuracy"])
+
+    def reference(kernel):
+        return make_pipeline(StandardScaler(), NSSVC(kernel=kernel, random_state=0)).fit(Xtr, ytr).score(Xte, yte)
+
+    assert reference("rbf") > reference("linear") + 0.05  # the two differ on moons
+    assert nssvc_accuracy() == reference("rbf")
+    assert nssvc_accuracy("--kernel", "linear") == reference("linear")
+    capsys.readouterr()
+
+
+def test_lam_help_says_what_auto_lam_computes(capsys):
+    """lam='auto' is auto_lam: log(C / b) clipped to [C / 10, C / 4], not C / 10."""
+    from sparsekernel.klr import auto_lam
+
+    assert auto_lam(100.0) == pytest.approx(np.log(100.0 / 1e-5), rel=1e-6)  # neither C / 10 nor C / 4
+    assert auto_lam(1000.0) == 100.0 and auto_lam(10.0) == 2.5
+    assert main(["fit", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "'auto' = C / 10" not in text
+    assert "log(C / b)" in text and "clipped to between C / 10 and C / 4" in text
+    assert "smaller of 1e-5 and C / 1000" in text

@@ -123,7 +123,7 @@ def _message(exc):
 def _print_warnings(caught):
     seen = set()
     for w in caught:
-        text = one_line(f"{w.category.__name__}: {w.message}")
+        text = one_line(f"{w.category.__name__}: {w.message}", limit=1000)
         if text not in seen:
             seen.add(text)
             click.echo(f"sparsekernel: warning: {text}", err=True)

@@ -38,17 +38,10 @@ CLASSIFIERS = [name for name, (cls, _) in MODELS.items() if cls is not SVR]
 
 
 # ---------------------------------------------------------------------- messages
-_EQUATION = re.compile(r"\s*\(\d+\)(?:\s*(?:/|,|and|or)\s*\(\d+\))*")  # a paper's "(66)", "(66)/(67)"
-
-
 def one_line(text, limit=300):
-    """A message as one short line in words: white space collapsed, the papers' equation numbers
-    ("(66)") dropped, long literals (a set of 214 labels, an array) cut to "...", at most ``limit``
-    characters."""
-    text = " ".join(str(text).split())
-    text = re.sub(r"before \(\d+\)(?:/\(\d+\))* held", "before converging", text)
-    text = _EQUATION.sub("", text)
-    text = _elide_long_brackets(text)
+    """A message as one line: white space collapsed, long data literals (a set of 214 labels, an
+    array) cut to "{...}", at most ``limit`` characters."""
+    text = _elide_long_brackets(" ".join(str(text).split()))
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 

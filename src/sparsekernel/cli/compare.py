@@ -178,13 +178,18 @@ def _model_names(models, task, what, sure):
     return names
 
 
+def _epilog():
+    lines = [f"  {name:<12} {e.task}{', default' if e.default else ''}: {e.text}" for name, e in COMPARE_MODELS.items()]
+    return "\b\nModels:\n" + "\n".join(lines)
+
+
 def _models_help():
     return ("Comma-separated models of the data's task. Classification: " + ", ".join(_names("classification"))
             + " [default: " + ",".join(_names("classification", True)) + "]. Regression: "
             + ", ".join(_names("regression")) + " [default: " + ",".join(_names("regression", True)) + "].")
 
 
-@click.command()
+@click.command(epilog=_epilog())
 @click.argument("data")
 @click.option("--test", "test_data", help="Test data (else a held-out split of DATA, or --cv).")
 @click.option("--cv", type=click.IntRange(2), help="K-fold cross-validation on DATA (stratified for classes).")
@@ -241,7 +246,7 @@ def compare(data, test_data, cv, test_size, models, scale, task, plot, output, l
             for Xtr, ytr, Xte, yte in splits:
                 model = build_model(model_name, params, seed, strict=False, cls=entry.cls, defaults=entry.params)
                 rows.append(evaluate(scaled(model, Xtr, scale), Xtr, ytr, Xte, yte, task))
-        for text in dict.fromkeys(one_line(w.message) for w in caught):
+        for text in dict.fromkeys(one_line(w.message, limit=1000) for w in caught):
             click.echo(f"sparsekernel: warning ({model_name}): {text}", err=True)
         results[model_name] = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
         results[model_name][main + "_std"] = float(np.std([r[main] for r in rows]))
