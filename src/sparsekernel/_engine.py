@@ -242,7 +242,7 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
         a0 = g0 = session = None
         if store is not None:
             key = (warmth.data_key, k)
-            a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic, problem=pr)
+            a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic)
             session = store.take_session(key, kernel)
             if session is None:
                 rows_of = None if source is None else source.index[pr.idx if pr.idx is not None else slice(None)]
@@ -257,7 +257,7 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
         r.warm_started = a0 is not None
         if store is not None:
             store.put_session(key, kernel, session)
-            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel, C=pr.C, rho=r.rho))
+            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel))
         return r
 
     return run_parallel(solve_one, list(range(len(problems))), workers)

@@ -76,21 +76,20 @@ class DualState:
     hi: np.ndarray
     p: np.ndarray
     kernel: object  # the KernelSpec it was solved with
-    C: np.ndarray | None = None  # the entropic term's C_i (KLR)
-    rho: float | None = None  # the offset of the decision function sum_j a_j y_j K(x_j, x) - rho
 
 
-def warm_point(state, hi, p, kernel, entropic=False, problem=None):
+def warm_point(state, hi, p, kernel, entropic=False):
     """(a0, G0) for a new problem with bounds hi and linear term p; G0 is None when the kernel changed.
 
     ``entropic``: the (S-)KLR dual, whose gradient G = Qa + C_i G'(a_i / C_i) + p is not linear in a,
     so the ray below does not apply; with the same box (hi, and the lower bound with it: a walk along
     S-KLR's lam at fixed C) the previous a is feasible as it stands and, with the kernel unchanged,
-    G0 = G - p_old + p. Another box (a walk along C) with the kernel unchanged: the previous model's
-    decision values f on the training points, known from its gradient (y_i f_i = (Qa)_i - y_i rho,
-    no kernel evaluation), give the new problem's point a_i = C_i sigma(lam - y_i f_i) made feasible
-    (``klr.dual_start``; ``problem``, the new DualProblem, supplies y, C_i, lam and the box), and the
-    engine computes its gradient. Otherwise (None, None): a cold start.
+    G0 = G - p_old + p. Another box (a walk along C): a cold start (None, None). The previous
+    model's decision values f would give the point a_i = C_i sigma(lam - y_i f_i) made feasible
+    (``klr.dual_start``), but SMO needs more steps from there than from the cold start (klr's
+    ``initial_point``): over 5 folds and C = 0.1 .. 1000 (6 values), 491k against 311k steps on
+    digits, 10.2k against 9.1k on breast_cancer, and the warm point's gradient costs a pass over the
+    kernel rows.
 
     a0 = s a on the feasible ray s in [0, s_max], s_max = min_{a_i > 0} hi_i / hi_old_i. With the
     kernel unchanged, Qa = G - p_old is known and f(s a) = 1/2 s^2 a'Qa + s p'a is minimised over the
@@ -104,13 +103,7 @@ def warm_point(state, hi, p, kernel, entropic=False, problem=None):
     if entropic:
         if np.array_equal(hi, state.hi):
             return a.copy(), (state.grad - state.p + p if kernel == state.kernel else None)
-        if problem is None or state.C is None or state.rho is None or kernel != state.kernel:
-            return None, None
-        from .klr import _entropy_derivative, dual_start
-
-        Qa = state.grad - _entropy_derivative(a, state.C) - state.p
-        f = problem.y * Qa - state.rho
-        return dual_start(f, problem.y, problem.C, -float(problem.p[0]), problem.lo, hi), None
+        return None, None
     support = a > 0
     if not support.any():
         return a.copy(), None if kernel != state.kernel else state.grad - state.p + p
