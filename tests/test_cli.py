@@ -227,6 +227,9 @@ MORE_BAD_INPUTS = {
     "bad option value": (["fit", "nssvc", "train.svm", "--s", "many"], "--s"),
     "test and cv": (["compare", "train.svm", "--test", "test.svm", "--cv", "3"], "not both"),
     "missing argument": (["predict", "good.skm"], "Missing argument"),
+    "model file in a missing directory": (["fit", "svc", "train.svm", "-o", "nodir/m.skm"],
+                                          "cannot write nodir/m.skm: no directory"),
+    "model file named as a directory": (["fit", "svc", "train.svm", "-o", "newdir/"], "newdir/ is a directory"),
 }
 
 

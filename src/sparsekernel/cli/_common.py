@@ -34,7 +34,6 @@ MODELS = {
     "slmc": (SLMC, "sparse large margin classifier: learned expansion vectors"),
     "skfd": (SparseKFD, "sparse kernel Fisher discriminant: learned expansion vectors"),
 }
-CLASSIFIERS = [name for name, (cls, _) in MODELS.items() if cls is not SVR]
 
 
 # ---------------------------------------------------------------------- messages

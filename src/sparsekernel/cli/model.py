@@ -84,6 +84,11 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
     classifier = is_classifier(estimator)
     _check_task(model_name, classifier, data, y, name, task)
     output = output or f"{model_name}.skm"
+    if os.path.isdir(output) or output.endswith(("/", os.sep)):
+        raise CliError(f"{output} is a directory: -o names the model file")
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        raise CliError(f"cannot write {output}: no directory {parent}")
     if os.path.exists(output) and not force:  # before the fit
         raise CliError(f"{output} exists: give --force to replace it, or -o another file")
     model = scaled(estimator, X, scale)
@@ -96,10 +101,11 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
     save_model(model, output)
     score = "accuracy" if classifier else "R^2"
     n_xv = n_expansion_vectors(estimator)
+    features = "as given (--no-scale)"
+    if scale:
+        features = f"standardised inside the model (StandardScaler{', not centred: sparse data' * sp.issparse(X)})"
     rows = [("model", f"{model_name} ({type(estimator).__name__}), kernel {_kernel_text(estimator)}"),
-            ("features", "standardised inside the model (StandardScaler" + (", not centred: sparse data)"
-                                                                             if sp.issparse(X) else ")")
-             if scale else "as given (--no-scale)"),
+            ("features", features),
             ("data", describe_data(X, y if classifier else None, name)),
             ("n_train", Xtr.shape[0]),
             (f"training {score}", f"{model.score(Xtr, ytr):.4f}")]
