@@ -343,9 +343,10 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     """ + _CV_PARAMS_DOC.replace("""    kernel, degree,""", """    lams : 'auto' or array-like of float, default='auto'
         The values of lam: 'auto' = lam='auto' at each C (see :class:`SparseKernelLogisticRegression`);
         a list makes the grid C x lams (walked along lam at each C).
-    size_tolerance : float, default=0.02
-        How much worse (relative) than the best mean cross-validated score a smaller model may be.
-        0 picks the best score.
+    size_tolerance : float, default=0.05
+        How much worse (relative) than the best mean cross-validated score a smaller model may be:
+        5 % by default (on breast_cancer and spambase held out, S-KLR at lam='auto' keeps 49 % and
+        37 % of the points at 5 % and 10 % above KLR's best log-loss). 0 picks the best score.
     kernel, degree,""", 1).replace("""    Cs : int or array-like of float, default=6
         The values of C: an int n gives n values log-spaced from 0.1 to 1000 (``DEFAULT_C_RANGE``);""",
                                      """    Cs : int or array-like of float, default=6
@@ -370,7 +371,7 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
 
     _model = SparseKernelLogisticRegression
 
-    def __init__(self, Cs=6, *, lams="auto", size_tolerance=0.02, cv=None, scoring="neg_log_loss", refit=True,
+    def __init__(self, Cs=6, *, lams="auto", size_tolerance=0.05, cv=None, scoring="neg_log_loss", refit=True,
                  n_jobs=None, verbose=0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto", tol=1e-3,
                  shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, solver="auto",
                  n_components="auto", basis="uniform", random_state=None):
