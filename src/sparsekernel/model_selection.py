@@ -288,9 +288,9 @@ class PathSearchCV(BaseSearchCV):
     search walks the grid: on every fold the candidates are grouped by their other parameters and
     each group is walked along C (along lam for S-KLR with several lam) in a serpentine order, every
     fit starting from the same fold's previous solution (``sparsekernel._warm.warm_point``: exact for
-    a shrinking C and for S-KLR's lam at fixed C; for KLR along C, the point the previous model's
-    decision values give) in the previous fit's engine session (its row cache). With any other estimator, or a grid that replaces the Pipeline's last step, the fits are
-    GridSearchCV's, cold. Either way the interface and the results (``cv_results_``,
+    a shrinking C and for S-KLR's lam at fixed C; KLR along C starts cold, which measured fewer SMO
+    steps) in the previous fit's engine session (its row cache). With any other estimator, or a
+    grid that replaces the Pipeline's last step, the fits are GridSearchCV's, cold. Either way the interface and the results (``cv_results_``,
     ``best_params_``, ``best_estimator_``, ``error_score`` and FitFailedWarning, multimetric scoring,
     ``return_train_score``, callbacks) are GridSearchCV's; ``cv_results_`` lists the candidates in
     ParameterGrid order, so ties between best candidates are broken the same way, and every fit
