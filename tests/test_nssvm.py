@@ -864,7 +864,9 @@ def test_int_s_caps_every_one_vs_rest_problem(k, kernel, sparse):
 def test_fraction_s_is_a_cap_too():
     Xtr, _, ytr, _ = _raw_breast_cancer()
     Xtr = StandardScaler().fit_transform(Xtr)
-    model = _fit(Xtr, ytr, s=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # s = 22 cycles there (test_capped_fit_that_cycles_...)
+        model = NSSVC(s=0.05, random_state=0).fit(Xtr, ytr)
     _check_cap(model, math.ceil(0.05 * len(Xtr)))
 
 
@@ -891,6 +893,29 @@ def test_adaptive_growth_runs_up_to_the_cap():
     roomy = _fit(X, y, beta=0.05, s=int(auto.s_[0]))
     np.testing.assert_array_equal(roomy.dual_coef_, auto.dual_coef_)
     np.testing.assert_array_equal(roomy.history_[0], auto.history_[0])
+
+
+@pytest.mark.parametrize("scaled, s, adaptive", [(False, 30, False), (False, 20, True), (True, 20, True),
+                                                  (True, 30, False)])
+def test_capped_fit_that_cycles_stops_with_its_best_iterate(scaled, s, adaptive):
+    """At a level that cannot grow, the top-s working set can swap between index sets for ever
+    (breast_cancer: raw s=30 ran its 1000 iterations and ended at test accuracy 0.27). The loop
+    stops at the third visit of a state, warns, and keeps the iterate of best training accuracy."""
+    import re
+
+    Xtr, Xte, ytr, yte = _raw_breast_cancer()
+    if scaled:
+        scaler = StandardScaler().fit(Xtr)
+        Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    with pytest.warns(ConvergenceWarning, match="cycle") as rec:
+        model = NSSVC(s=s, adaptive=adaptive, random_state=0).fit(Xtr, ytr)
+    assert not re.search(_EQUATION, str(rec[0].message))
+    assert not model.converged_ and model.n_iter_[0] < 200
+    h = model.history_[0]
+    assert model.training_accuracy_[0] == h[1:, 1].max()  # the best iterate after a Newton step
+    assert model.training_accuracy_[0] == pytest.approx(model.score(Xtr, ytr), abs=0.5 / len(ytr))
+    _check_cap(model, s)
+    assert model.score(Xte, yte) >= 0.85
 
 
 def test_auto_is_the_default_and_keeps_the_paper_rule():
