@@ -12,7 +12,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECT = {
-    "probabilities.py": ["KernelLogisticRegression", "log-loss", "argmax(proba) = predict"],
+    "probabilities.py": ["KernelLogisticRegressionCV", "log-loss", "argmax(proba) = predict"],
     "model_size.py": ["full SVC", "SLMC N_z = 20"],
     "progress_and_budget.py": ["time_limit=0.5: converged_=False", "converged"],
     "export_onnx.py": [".skm round trip identical: True"],
