@@ -116,9 +116,9 @@ def _fmt(value, spec):
     return "-" if value is None or np.isnan(value) else format(value, spec)
 
 
-def _table(results, title, cv, task):
+def _table(results, title, caption, cv, task):
     main, columns = _COLUMNS[task]
-    table = Table(title=title)
+    table = Table(title=title, caption=caption)
     table.add_column("model", justify="left")
     for _, heading, _ in columns:
         table.add_column(heading, justify="right")
@@ -235,8 +235,8 @@ def compare(data, test_data, cv, test_size, models, scale, task, plot, output, l
     splits = _splits(X, y, test, cv, test_size, seed, classification)
     how = f"{cv}-fold CV" if cv else f"{splits[0][0].shape[0]} train / {splits[0][2].shape[0]} test"
     labels = f"{len(np.unique(y))} classes" if classification else "regression"
-    title = (f"{name}: {how}, {X.shape[1]} features, {labels}, "
-             + ("features standardised" if scale else "features as given (--no-scale)"))
+    title = f"{name}: {how}, {X.shape[1]} features, {labels}"
+    caption = "features standardised (--no-scale: as given)" if scale else "features as given (--no-scale)"
     results = {}
     main = _COLUMNS[task][0]
     for model_name in names:
@@ -250,7 +250,7 @@ def compare(data, test_data, cv, test_size, models, scale, task, plot, output, l
             click.echo(f"sparsekernel: warning ({model_name}): {text}", err=True)
         results[model_name] = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
         results[model_name][main + "_std"] = float(np.std([r[main] for r in rows]))
-    out.print(_table(results, title, cv, task))
+    out.print(_table(results, title, caption, cv, task))
     if output is not None:
         _write_csv(output, results, task)
     if plot is not None:
