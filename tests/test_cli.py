@@ -155,6 +155,20 @@ def test_compare_builtin_cv(capsys):  # in this process: the command is the same
     assert "3-fold CV" in out and "nssvc" in out and "±" in out
 
 
+def test_compare_uses_the_cross_validated_klrs_by_default(tmp_path):
+    """compare's default models are KLR and S-KLR with C chosen by cross-validation (issue 35): at
+    the default C = 1 the plain KLR under-fits; their rows report the chosen model's size."""
+    from sparsekernel.cli.compare import _names
+
+    defaults = _names("classification", default_only=True)
+    assert "klr-cv" in defaults and "sklr-cv" in defaults and "klr" not in defaults
+    out = tmp_path / "rows.csv"
+    assert main(["compare", "breast_cancer", "--models", "klr-cv,sklr-cv,klr", "-o", str(out)]) == 0
+    rows = {r["model"]: r for r in csv.DictReader(out.open())}
+    assert float(rows["klr-cv"]["log_loss"]) < float(rows["klr"]["log_loss"])
+    assert 0 < float(rows["sklr-cv"]["n_expansion"]) <= float(rows["klr-cv"]["n_expansion"])
+
+
 def test_info(data, klr_file):
     d, _ = data
     proc = run("info", "klr.skm", cwd=d)

@@ -278,6 +278,7 @@ def progress(description):
 
 def n_expansion_vectors(model):
     """The points a prediction evaluates the kernel at: expansion or support vectors."""
+    model = getattr(model, "estimator_", model)  # a cross-validated model: the one it chose
     if hasattr(model, "expansion_vectors_"):
         return int(model.expansion_vectors_.shape[0])
     return int(len(model.support_))

@@ -19,6 +19,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.svm import SVC as SklearnSVC, SVR as SklearnSVR
 
 from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
 from ..metrics import expected_calibration_error
 from ..nssvm import NSSVC
 from ..slmc import SLMC, SparseKFD
@@ -41,8 +42,12 @@ class Entry(NamedTuple):
 # compare's models, one entry each: a new model is one more line
 COMPARE_MODELS = {
     "svc": Entry("classification", SVC, True, "C-support vector classifier"),
-    "klr": Entry("classification", KernelLogisticRegression, True, "kernel logistic regression"),
-    "sklr": Entry("classification", SparseKernelLogisticRegression, True, "sparse kernel logistic regression"),
+    "klr-cv": Entry("classification", KernelLogisticRegressionCV, True,
+                    "kernel logistic regression, C by cross-validated log-loss"),
+    "sklr-cv": Entry("classification", SparseKernelLogisticRegressionCV, True,
+                     "sparse kernel logistic regression, the smallest model within 5 % of the best log-loss"),
+    "klr": Entry("classification", KernelLogisticRegression, False, "kernel logistic regression (one C)"),
+    "sklr": Entry("classification", SparseKernelLogisticRegression, False, "sparse kernel logistic regression (one C)"),
     # the others' kernel (rbf unless --kernel), not NSSVC's linear default
     "nssvc": Entry("classification", NSSVC, True, "Newton sparse SVM", {"kernel": "rbf"}),
     "slmc": Entry("classification", SLMC, True, "sparse large margin classifier"),
