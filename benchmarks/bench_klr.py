@@ -952,7 +952,7 @@ def cmd_keerthi_table2(args) -> int:
                         times[wss].append(seconds)
                         res[wss] = dict(n_iter=int(model.n_iter_[0]), converged=bool(model.converged_),
                                         primal=model_primal(model, K, y, C), gap=float(model.duality_gap_),
-                                        dual=float(model.dual_objective_[0]), kept=model.sparsity_,
+                                        dual=float(model.dual_objective_[0]), kept=model.kept_fraction_,
                                         test_err=1.0 - accuracy(model, data.X_test, data.y_test))
                 for wss in times:
                     res[wss]["time"] = statistics.median(times[wss])
@@ -1061,7 +1061,7 @@ def cmd_keerthi_scaling(args) -> int:
             times.append(seconds)
         res = dict(m=m, time=statistics.median(times), times=times, n_iter=int(model.n_iter_[0]),
                    kernel_evals=int(model.n_kernel_evals_[0]), converged=bool(model.converged_),
-                   kept=model.sparsity_, gap=float(model.duality_gap_), description=desc)
+                   kept=model.kept_fraction_, gap=float(model.duality_gap_), description=desc)
         store.put(key, cfg, res)
         print(f"m={m}: {res['time']:.2f} s, {res['n_iter']} iterations", flush=True)
         render_scaling(store, cfg, False)
@@ -1177,7 +1177,7 @@ def cmd_probability(args) -> int:
                     plain_err = float(np.mean(gs.best_estimator_.predict(Xt) != yt))
                     kept = len(gs.best_estimator_.support_) / len(y)
                 else:
-                    model, plain_err, kept = gs.best_estimator_, None, gs.best_estimator_.sparsity_
+                    model, plain_err, kept = gs.best_estimator_, None, gs.best_estimator_.kept_fraction_
             m = prob_metrics(model, Xt, yt)
             m.update(C=best["C"], gamma=best["gamma"], cv_score=float(gs.best_score_), kept=kept,
                      svc_err=plain_err)
@@ -1198,7 +1198,7 @@ def cmd_probability(args) -> int:
                     warnings.simplefilter("ignore")
                     model.fit(X, y)
                 mm = prob_metrics(model, Xt, yt)
-                mm.update(ratio=ratio, kept=model.sparsity_)
+                mm.update(ratio=ratio, kept=model.kept_fraction_)
                 lam_rows.append(mm)
             res["lam_path"] = lam_rows
         res["seconds"] = time.perf_counter() - t0
@@ -1310,7 +1310,7 @@ def link_metrics(model, X, y, lam) -> dict:
 
     f = model.decision_function(X)
     probs = {"sig": expit(f), "T": model.predict_proba(X)[:, 1], "shift": shifted_link_proba(f, lam)}
-    out = dict(acc=float(np.mean(np.where(f > 0, 1.0, -1.0) == y)), kept=float(model.sparsity_),
+    out = dict(acc=float(np.mean(np.where(f > 0, 1.0, -1.0) == y)), kept=float(model.kept_fraction_),
                T=float(np.atleast_1d(model.temperature_)[0]), lam=float(model.lam_), n_iter=int(np.sum(model.n_iter_)))
     for k, p in probs.items():
         p = np.clip(p, 1e-15, 1 - 1e-15)

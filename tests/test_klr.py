@@ -254,7 +254,8 @@ def test_kkt_of_estimator_model(moons200):
     a[m.support_] = coef * ypm[m.support_]
     assert np.all(a[m.support_] > lo)
     assert m.n_expansion_ < len(y)  # some vectors were dropped
-    assert m.sparsity_ == m.n_expansion_ / len(y)
+    assert m.kept_fraction_ == m.n_expansion_ / len(y)
+    assert m.sparsity_ == 1 - m.kept_fraction_ > 0  # the share dropped: the name reads as it means
     K = rbf_kernel(X, gamma=m._gamma)
     Ci = np.full(len(y), C)
     G = ypm * (K @ (ypm * a)) + np.log(a / (Ci - a)) - lam

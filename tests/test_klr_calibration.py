@@ -126,8 +126,8 @@ def test_default_lam_is_sparse_where_c_over_10_keeps_every_point():
     X = StandardScaler().fit_transform(X)
     old = SparseKernelLogisticRegression(C=30.0, lam=3.0).fit(X, y)  # the former 'auto' = C / 10
     new = SparseKernelLogisticRegression(C=30.0).fit(X, y)
-    assert old.sparsity_ == 1.0
-    assert new.sparsity_ < 0.97
+    assert old.kept_fraction_ == 1.0 and old.sparsity_ == 0.0
+    assert new.kept_fraction_ < 0.97
     assert np.mean(new.predict(X) == y) >= np.mean(old.predict(X) == y) - 0.01
 
 

@@ -76,7 +76,8 @@ def test_probabilities_and_shapes(est_cls, name):
     assert m.dual_coef_.shape == (n_prob, m.n_expansion_)
     assert m.support_.shape == (m.n_expansion_,) and m.support_.dtype == np.int32
     np.testing.assert_array_equal(m.support_vectors_, X[m.support_])
-    assert 0 < m.sparsity_ <= 1 and m.sparsity_ == m.n_expansion_ / len(y)
+    assert 0 < m.kept_fraction_ <= 1 and m.kept_fraction_ == m.n_expansion_ / len(y)
+    assert m.sparsity_ == pytest.approx(1 - m.kept_fraction_)
     assert m.converged_ and np.all(m.kkt_gap_ <= m.tol)
     assert np.all(m.n_iter_ > 0) and np.all(m.n_kernel_evals_ > 0) and m.fit_time_ > 0
     assert len(m.solver_stats_) == n_prob

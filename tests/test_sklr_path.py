@@ -42,7 +42,7 @@ def test_path_points_equal_cold_fits_and_warm_starts_save_steps(moons):
         assert e["objective"] == pytest.approx(float(cold.dual_objective_[0]), rel=1e-6)
         model = e["estimator"]
         assert model.lam_ == e["lam"] and model.C == C
-        assert e["kept"] == pytest.approx(cold.sparsity_, abs=2 / len(y))
+        assert e["kept"] == pytest.approx(cold.kept_fraction_, abs=2 / len(y))
         np.testing.assert_allclose(model.predict_proba(Xt), cold.predict_proba(Xt), atol=1e-5)
         assert model.temperature_ == pytest.approx(cold.temperature_, rel=1e-4)
     assert sum(e["n_iter"] for e in path) < cold_iters

@@ -465,7 +465,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self.dual_coef_ = np.vstack([st["w"][:-1] for st in states])
         self.intercept_ = np.array([st["w"][-1] for st in states])
         self.n_expansion_ = self.dual_coef_.shape[1]
-        self.sparsity_ = self.n_expansion_ / X.shape[0]
+        self.kept_fraction_ = self.n_expansion_ / X.shape[0]
+        self.sparsity_ = 1.0 - self.kept_fraction_
         self.objective_ = np.array([st["objective"] for st in states])
         self.n_iter_ = np.array([st["n_iter"] for st in states], dtype=np.int64)
         self.n_cg_iter_ = fit.n_cg
@@ -496,7 +497,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self.intercept_ = np.array([-r.rho for r in results])
         self._set_support_vectors(X, self.support_)
         self.n_expansion_ = len(self.support_)
-        self.sparsity_ = self.n_expansion_ / X.shape[0]
+        self.kept_fraction_ = self.n_expansion_ / X.shape[0]
+        self.sparsity_ = 1.0 - self.kept_fraction_
         self.bound_ = np.array([float(r.lo[0]) for r in results])
         rb = [measured_rho(r, yk, Ck, lam) for r, yk in zip(results, problems)]
         self.rho_ = np.array([v[0] for v in rb])
@@ -629,7 +631,11 @@ _ATTRS_DOC = """
     intercept_ : ndarray of shape (n_problems,)
         -b, so that f(x) = K(x, SV) @ dual_coef_.T + intercept_.
     n_expansion_ : int
-        Number of expansion vectors kept; ``sparsity_`` = n_expansion_ / n_samples.
+        Number of expansion vectors kept.
+    kept_fraction_ : float
+        n_expansion_ / n_samples: the share of the training points the model keeps.
+    sparsity_ : float
+        1 - kept_fraction_: the share of the training points the model dropped (0: none).
     solver_ : str
         The route that fitted the model ('smo' or 'nystrom').
     objective_ : float or ndarray

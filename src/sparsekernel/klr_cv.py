@@ -75,7 +75,7 @@ class _ScoreAndSize:
         self.scorer = scorer
 
     def __call__(self, estimator, X, y):
-        return {"score": self.scorer(estimator, X, y), "kept": float(estimator.sparsity_)}
+        return {"score": self.scorer(estimator, X, y), "kept": float(estimator.kept_fraction_)}
 
 
 class _BaseKLRCV(ClassifierMixin, BaseEstimator):

@@ -264,7 +264,7 @@ def sklr_path(X, y, *, lams, C=1.0, estimator=None, sample_weight=None, X_test=N
     path = []
     for model, warm in lam_path_fits(template, X, y, sorted(lams.tolist()), sample_weight=sample_weight):
         obj = np.atleast_1d(model.dual_objective_).copy()
-        entry = {"lam": model.lam_, "kept": model.sparsity_, "n_expansion": int(model.n_expansion_),
+        entry = {"lam": model.lam_, "kept": model.kept_fraction_, "n_expansion": int(model.n_expansion_),
                  "n_iter": int(np.sum(model.n_iter_)), "dual_objective": obj, "objective": float(obj.sum()),
                  "temperature": model.temperature_, "fit_time": model.fit_time_, "warm_started": warm}
         if X_test is not None:
