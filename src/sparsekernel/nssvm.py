@@ -538,9 +538,9 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         growth starts where 'auto' starts (or at ``s`` when that is smaller) and stops at ``s``;
         without, ``s`` is the fixed level. A float in (0, 1] is the cap ceil(s m), a fraction of
         the m samples. At a level that can no longer grow, the Newton iterations may cycle (the
-        top-s working set swapping between index sets it had before) instead of converging: the fit
-        then stops at the first repeat with a ConvergenceWarning (``converged_`` False) and keeps
-        the iterate of best training accuracy (standardised breast_cancer, 426 training samples:
+        top-s working set swapping between index sets it had before) instead of converging: when
+        a working set comes back a third time with no converged iterate since, the fit stops with a
+        ConvergenceWarning (``converged_`` False) and keeps the iterate of best training accuracy (standardised breast_cancer, 426 training samples:
         the caps 15, 20, 22 and 30 cycle, 25, 40 and 50 converge).
 
         'auto' is the paper's rule, with no cap. The level starts at, for the linear kernel, the
