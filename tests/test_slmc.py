@@ -21,7 +21,10 @@ W(Z) = optimum of the SVM (28)-(30) / (37)-(39) (44), beta = (K^z)^-1 Psi Y alph
 6. sparse KFD: lam and beta against the generalised eigenproblem (60)-(61) solved densely;
 7. estimator behaviour: pickle, Pipeline, GridSearchCV, CSR = dense, float32;
 8. input validation;
-9. the RS / MRS / RSVM / MRSVM baselines (sections 4.1-4.2).
+9. the RS / MRS / RSVM / MRSVM baselines (sections 4.1-4.2);
+10. the stopping rule of the L-BFGS over Z: the defaults converge (no ConvergenceWarning) on
+    breast_cancer, digits and synthetic sets; the stop is the first iteration at which W fell by less
+    than tol |W| over the last WINDOW iterations; tol only truncates the path; tol=0 runs max_iter.
 
 Ctrl-C during an SLMC fit is tested in test_interrupt.py, the scikit-learn API checks in
 test_estimator_checks.py.
@@ -32,6 +35,7 @@ No file outside the repository is read.
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -39,17 +43,18 @@ import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from sklearn.datasets import make_classification, make_moons
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification, make_moons
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from _helpers import sklearn_kernel
 from sparsekernel import SVC
 from sparsekernel._expansion import (
     _JITTERS,
+    WINDOW,
     ExpansionKernel,
     InnerSVM,
     KFDObjective,
@@ -523,7 +528,12 @@ def test_duplicate_rows_random_init_distinct():
     (SLMC, {"C": 0.0}, "C must be"),
     (SLMC, {"C": -1.0}, "C must be"),
     (SLMC, {"C": float("inf")}, "C must be"),
-    (SLMC, {"tol": 0.0}, "tol must be"),
+    (SLMC, {"tol": -1e-3}, "tol"),
+    (SLMC, {"tol": float("nan")}, "tol"),
+    (SLMC, {"tol": "1e-3"}, "tol"),
+    (SparseKFD, {"tol": -1.0}, "tol"),
+    (ReducedSetClassifier, {"tol": -1.0}, "tol"),
+    (SLMC, {"max_iter": True}, "max_iter"),
     (SLMC, {"inner_tol": -1e-3}, "inner_tol must be"),
     (SLMC, {"max_iter": -1}, "max_iter"),
     (SLMC, {"max_iter": 2.5}, "max_iter"),
@@ -648,3 +658,95 @@ def test_reduced_set_keeps_the_best_start(moons_binary, rs_models):
                                           random_state=0), X, y)
     assert rs.objective_history_[0][-1] < one.objective_history_[0][-1]
     assert not np.array_equal(rs.expansion_vectors_, one.expansion_vectors_)
+
+
+# ------------------------------------------------------------------ 10. the stopping rule of the L-BFGS over Z
+def _synthetic(n_classes):
+    if n_classes == 2:
+        return make_classification(n_samples=300, n_features=8, n_informative=5, random_state=0)
+    return make_classification(n_samples=500, n_features=10, n_informative=6, n_classes=3, random_state=1)
+
+
+_DEFAULT_SETS = {"breast_cancer": lambda: load_breast_cancer(return_X_y=True),
+                 "digits": lambda: load_digits(return_X_y=True),
+                 "synthetic-2": lambda: _synthetic(2), "synthetic-3": lambda: _synthetic(3)}
+
+
+@pytest.mark.parametrize("Est", [SLMC, SparseKFD])
+@pytest.mark.parametrize("data", sorted(_DEFAULT_SETS))
+def test_defaults_converge_without_warning(data, Est):
+    """At its defaults inside make_pipeline(StandardScaler(), ...) every problem stops by the rule,
+    well before max_iter: no ConvergenceWarning. (With max_iter=100 and scipy's one-iteration rule
+    before, every one of these fits ran out of iterations.)"""
+    X, y = _DEFAULT_SETS[data]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(X, y)
+    model = pipe[-1]
+    assert model.converged_
+    assert np.all(model.n_iter_ < model.max_iter / 2), model.n_iter_
+    for h, n in zip(model.objective_history_, model.n_iter_):
+        assert len(h) == n + 1 and h[-1] < h[0]
+    assert pipe.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("Est", [SLMC, SparseKFD])
+def test_stop_is_the_first_iteration_the_rule_holds(Est):
+    """The stop k is the first iteration with W(k - WINDOW) - W(k) < tol |W(k)|, as the docstrings
+    say; the docstrings give the window's length."""
+    X, y = _synthetic(2)
+    X = StandardScaler().fit_transform(X)
+    model = Est(random_state=0, n_jobs=1).fit(X, y)
+    h, n, tol = model.objective_history_[0], int(model.n_iter_[0]), model.tol
+    holds = [h[k - WINDOW] - h[k] < tol * abs(h[k]) for k in range(WINDOW, n + 1)]
+    assert holds[-1] and not any(holds[:-1])
+    assert model.converged_ and n > WINDOW
+    assert f"over the last {WINDOW} iterations" in " ".join(Est.__doc__.split())
+
+
+@pytest.mark.parametrize("Est", [SLMC, SparseKFD])
+def test_tol_only_truncates_the_path(Est):
+    """tol decides where the L-BFGS path ends, not the path: a run with the rule off (tol=0) for more
+    iterations passes through the same W values, and stopped at the same iteration gives the same
+    model (then as not converged). Going on for another WINDOW iterations lowers W by less than
+    tol |W|: in L-BFGS's linear-convergence regime the decreases of successive windows shrink. W
+    never rises over the accepted iterates beyond the inner solve's accuracy."""
+    X, y = _synthetic(2)
+    X = StandardScaler().fit_transform(X)
+    model = Est(random_state=0, n_jobs=1).fit(X, y)
+    h, n, tol = model.objective_history_[0], int(model.n_iter_[0]), model.tol
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        longer = Est(random_state=0, n_jobs=1, tol=0, max_iter=n + WINDOW).fit(X, y)
+        same = Est(random_state=0, n_jobs=1, tol=0.0, max_iter=n).fit(X, y)
+    h_long = longer.objective_history_[0]
+    assert len(h_long) == n + WINDOW + 1
+    np.testing.assert_array_equal(h_long[:n + 1], h)
+    np.testing.assert_array_equal(same.expansion_vectors_, model.expansion_vectors_)
+    np.testing.assert_array_equal(same.dual_coef_, model.dual_coef_)
+    assert not same.converged_ and model.converged_
+    assert 0 <= h[-1] - h_long[-1] < tol * abs(h[-1])
+    assert np.all(np.diff(h_long) <= 1e-6 * np.abs(h_long[1:]))
+
+
+@pytest.mark.parametrize("Est", [SLMC, SparseKFD])
+def test_tol_zero_runs_to_max_iter_and_warns(Est, moons_binary):
+    X, y = moons_binary
+    with pytest.warns(ConvergenceWarning, match="max_iter") as record:
+        model = Est(n_expansion=4, gamma=1.0, tol=0, max_iter=25, random_state=0).fit(X, y)
+    assert model.n_iter_.tolist() == [25] and len(model.objective_history_[0]) == 26 and not model.converged_
+    message = str(record[0].message)
+    assert f"over {WINDOW} iterations" in message and "tol=0" in message
+    assert not re.search(r"\(\d+\)", message)  # words, no equation numbers
+
+
+def test_smaller_tol_runs_longer_to_a_lower_W(moons_binary):
+    """Along one path, a smaller tol can only stop later, at a W no higher."""
+    X, y = moons_binary
+    runs = [SLMC(n_expansion=4, gamma=1.0, tol=tol, random_state=0, n_jobs=1).fit(X, y) for tol in (3e-2, 3e-3, 3e-4)]
+    n = [int(m.n_iter_[0]) for m in runs]
+    W = [m.objective_history_[0][-1] for m in runs]
+    assert n[0] <= n[1] <= n[2] and n[0] < n[2]
+    assert W[0] >= W[1] >= W[2]
+    for m in runs[:2]:  # the shorter histories are prefixes of the longest
+        np.testing.assert_array_equal(m.objective_history_[0], runs[2].objective_history_[0][:len(m.objective_history_[0])])

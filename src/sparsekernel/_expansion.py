@@ -218,6 +218,12 @@ class ReducedSetObjective(_JitterUnit):
         return Evaluation(W, grad, beta, None, jitter)
 
 
+# The expansion estimators' stopping rule looks back over this many L-BFGS iterations: converged when
+# W_{k-WINDOW} - W_k < tol |W_k|. One iteration's decrease is a poor guide: W falls in plateaus and
+# drops (an expansion vector crossing a region of the data), and L-BFGS steps vary in length.
+WINDOW = 10
+
+
 class Minimisation:
     """What an L-BFGS run over Z returns (status as the engine's: 0 converged, 1 max_iter, 2 stopped by
     a callback, 3 time limit)."""
@@ -227,14 +233,17 @@ class Minimisation:
         self.status, self.converged, self.message = status, status == 0, message
 
 
-def minimise(objective, Z0, max_iter, tol, progress=None):
+def minimise(objective, Z0, max_iter, tol, progress=None, window=None):
     """Minimise objective.evaluate(Z).W over Z by scipy's L-BFGS-B from Z0.
 
-    Stops when the relative decrease of W over an iteration is below tol (scipy's ftol), after
-    max_iter iterations, or when the line search finds no decrease (W is only as accurate as the
-    inner solve): only the max_iter stop counts as not converged. ``progress`` (the fit's
-    ProblemProgress) receives W after every iteration and may stop the run (a callback's request,
-    the time limit). The history holds W at Z0 and at every accepted iterate."""
+    Converged when the stopping rule holds: with an integer ``window``, W has decreased by less than
+    tol relative to |W| over the last ``window`` iterations, W_{k-window} - W_k < tol |W_k| (SLMC,
+    SparseKFD; tol = 0 turns the rule off); with window=None, by less than tol relative to
+    max(|W|, 1) over one iteration (scipy's ftol; the reduced-set baseline). Also converged when the
+    line search finds no decrease (W is only as accurate as the inner solve); not converged when
+    max_iter iterations end first. ``progress`` (the fit's ProblemProgress) receives W after every
+    iteration and may stop the run (a callback's request, the time limit). The history holds W at Z0
+    and at every accepted iterate, so n_iter = len(history) - 1."""
     shape = Z0.shape
     last = {}
     best = {"W": np.inf, "z": Z0.ravel().copy()}  # the lowest finite W evaluated, and where
@@ -258,20 +267,28 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
         return Minimisation(Z0, history, 0, 1, STATUS_CONVERGED, "the gradient vanishes at the initial vectors")
     stop = {}
 
+    def rule_holds():
+        k = len(history) - 1
+        return tol > 0 and k >= window and history[k - window] - history[k] < tol * abs(history[k])
+
     def callback(xk):
         W = last["W"] if np.array_equal(last.get("z"), xk) else fun(xk)[0]
         history.append(W)
+        last["x"] = xk.copy()
         if progress is not None:
-            last["x"] = xk.copy()
             if progress(len(history) - 1, W, shape[0]):
                 stop["status"] = STATUS_STOPPED
             elif progress.monitor.out_of_time():
                 stop["status"] = STATUS_TIME_LIMIT
-            if stop:
-                raise StopIteration  # scipy >= 1.11 ends the run and returns the last iterate
+        if not stop and window is not None and rule_holds():
+            stop["status"] = STATUS_CONVERGED
+        if stop:
+            raise StopIteration  # scipy >= 1.11 ends the run and returns the last iterate
 
+    # with a window the rule above decides and scipy's own (ftol, one iteration's decrease) is off
     res = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
-                   options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 0.0, "maxcor": 10})
+                   options={"maxiter": int(max_iter), "ftol": float(tol) if window is None else 0.0, "gtol": 0.0,
+                            "maxcor": 10})
     # scipy's status 1: iteration or evaluation limit
     status = stop.get("status", STATUS_MAX_ITER if res.status == 1 else STATUS_CONVERGED)
     z, W = (last["x"], history[-1]) if stop else (res.x, res.fun)
@@ -280,4 +297,4 @@ def minimise(objective, Z0, max_iter, tol, progress=None):
     Z = z.reshape(shape)
     if progress is not None:
         progress.end(len(history) - 1, history[-1], shape[0], status)
-    return Minimisation(Z, history, int(res.nit), int(res.nfev) + 1, status, str(res.message))
+    return Minimisation(Z, history, len(history) - 1, int(res.nfev) + 1, status, str(res.message))
