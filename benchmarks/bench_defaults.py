@@ -164,12 +164,15 @@ def fmt(v, spec=".3g"):
 
 
 def report(store, sets, complete):
-    rows, verdict = [], {"ll": 0, "time": 0, "sparse": 0, "n": 0, "slmc_conv": 0, "nssvc_cap": 0}
+    rows, notes, verdict = [], [], {"ll": 0, "time": 0, "sparse": 0, "n": 0, "slmc_conv": 0, "nssvc_cap": 0}
     head = ["data", "n_train", "d", "KLR-CV ll", "SVC(prob) ll", "Nys+LR ll", "KLR(C=1) ll", "KLR-CV t (s)",
             "SVC(prob) t (s)", "KLR-CV / SVC(prob) t", "KLR-CV C", "SKLR-CV kept", "SKLR-CV ll / KLR-CV ll",
             "SLMC / SKFD conv. warnings", "NSSVC() kept", "NSSVC(s=10, 50) kept"]
     for name in sets:
         e = {m: store.get(f"{name}/{m}", {"set": name, "model": m}) for m in MODELS}
+        errors = [f"{name}/{m}: {r['error']}" for m, r in e.items() if r is not None and r.get("error")]
+        notes.extend(errors)
+        e = {m: (None if r is None or r.get("error") else r) for m, r in e.items()}
         info = store.get(f"{name}/info", {"set": name})
         if info is None or e["klr_cv"] is None:
             continue
@@ -207,7 +210,8 @@ def report(store, sets, complete):
             f"- SKLR-CV keeps <= 50 % with log-loss within 5 % of KLR-CV: {verdict['sparse']} of {verdict['n']} "
             "(bar: 8 of 16)",
             f"- ConvergenceWarnings of SLMC and SparseKFD: {verdict['slmc_conv']} (bar: 0)",
-            f"- NSSVC(s=k) above k: {verdict['nssvc_cap']} (bar: 0)", ""]
+            f"- NSSVC(s=k) above k: {verdict['nssvc_cap']} (bar: 0)", "",
+            *(["## Errors", "", *[f"- {n}" for n in notes], ""] if notes else [])]
     store.summary = verdict
     store.write_md("Every estimator at its defaults (issue 35)", body, complete)
 

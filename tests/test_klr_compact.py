@@ -337,3 +337,19 @@ def test_dual_start_is_feasible_and_exact_at_the_optimum():
     a0 = dual_start(m.decision_function(X), yy, np.full(200, 2.0), 0.0, np.full(200, m.bound_[0]),
                     np.full(200, 2.0 - m.bound_[0]))
     np.testing.assert_allclose(a0[m.support_], a_opt[m.support_], rtol=1e-4, atol=1e-6)
+
+
+def test_compact_route_inside_a_pipeline_reports_each_problem_once():
+    """In a Pipeline (scikit-learn >= 1.9 hands the step a callback context with one sub-task per
+    binary problem) the compact route, which solves each problem again at every basis size, fitted
+    with a ValueError ("maximum number of children"); it now reports one task per problem and fits
+    the model of the bare estimator."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(n_samples=1500, n_features=8, n_informative=5, random_state=0)
+    pipe = make_pipeline(StandardScaler(), KernelLogisticRegression(solver="nystrom", random_state=0)).fit(X, y)
+    bare = KernelLogisticRegression(solver="nystrom", random_state=0).fit(StandardScaler().fit_transform(X), y)
+    assert pipe[-1].n_expansion_ == bare.n_expansion_ > 256  # the basis grew: several solves of the problem
+    np.testing.assert_allclose(pipe.predict_proba(X), bare.predict_proba(StandardScaler().fit_transform(X)),
+                               rtol=1e-10, atol=1e-12)

@@ -541,6 +541,7 @@ class FitMonitor:
         self.verbose = bool(getattr(estimator, "verbose", False))
         self.parallel = parallel
         self.ctx = None
+        self._problems = {}  # k -> its ProblemProgress
         listening = getattr(estimator, "_skl_callbacks", None) or hasattr(estimator, "_parent_callback_ctx")
         if listening and hasattr(estimator, "_init_callback_context"):
             self.ctx = estimator._init_callback_context(max_subtasks=n_problems, sequential_subtasks=not parallel)
@@ -563,8 +564,13 @@ class FitMonitor:
         return self.deadline is not None and time.perf_counter() >= self.deadline
 
     def problem(self, k):
-        """The progress of sub-problem k (a callable for the engine's ``progress`` argument)."""
-        return ProblemProgress(self, k)
+        """The progress of sub-problem k (a callable for the engine's ``progress`` argument): one
+        per sub-problem for the whole fit, also when a route solves it several times (the compact
+        route's basis growth, KLR's compact start before SMO), so that the callbacks see one task."""
+        progress = self._problems.get(k)
+        if progress is None:
+            progress = self._problems[k] = ProblemProgress(self, k)
+        return progress
 
     def problem_if_needed(self, k):
         """problem(k) for a Python loop, or None when no one listens and there is no budget (the
@@ -582,7 +588,7 @@ class ProblemProgress:
     def __init__(self, monitor, k):
         self.monitor, self.k = monitor, k
         self.ticks, self.first, self.last_print = 0, None, -np.inf
-        self.ctx = None
+        self.ctx, self.ended = None, False
         if monitor.ctx is not None:
             self.ctx = monitor.ctx.subcontext(task_name=f"problem {k + 1}/{monitor.n_problems}",
                                               task_id=k if monitor.parallel else None, max_subtasks=PROGRESS_TICKS)
@@ -621,9 +627,10 @@ class ProblemProgress:
         rec["status"] = int(status)
         if self.monitor.verbose:
             self._print(rec, final=True)
-        if self.ctx is not None:
+        if self.ctx is not None and not self.ended:  # (a problem solved again reports to no new task)
             self._tick_to(PROGRESS_TICKS, rec)
             self.ctx.call_on_fit_task_end(estimator=self.monitor.estimator, metadata=rec)
+        self.ended = True
 
     def _tick_to(self, n, rec):
         stop = False
