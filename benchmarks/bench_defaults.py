@@ -2,7 +2,7 @@
 ``make_pipeline(StandardScaler(), model)``, on held-out data, side by side in one run.
 
 Sets: the 12 S-KLR Table 1 sets (a stratified 70/30 split, seed 0), scikit-learn's digits (same),
-and a9a, w8a, usps (their own test sets); training sets of more than ``--max-train`` rows (10,000)
+and a9a, w8a, usps (their own test sets); training sets of more than ``--max-train`` rows (5,000)
 are subsampled (stratified, seed 0), test sets to 10,000 rows; sparse sets densified (StandardScaler
 centres them).
 
@@ -163,17 +163,17 @@ def fmt(v, spec=".3g"):
     return "" if v is None else format(v, spec)
 
 
-def report(store, sets, complete):
+def report(store, sets, complete, max_train):
     rows, notes, verdict = [], [], {"ll": 0, "time": 0, "sparse": 0, "n": 0, "slmc_conv": 0, "nssvc_cap": 0}
     head = ["data", "n_train", "d", "KLR-CV ll", "SVC(prob) ll", "Nys+LR ll", "KLR(C=1) ll", "KLR-CV t (s)",
             "SVC(prob) t (s)", "KLR-CV / SVC(prob) t", "KLR-CV C", "SKLR-CV kept", "SKLR-CV ll / KLR-CV ll",
             "SLMC / SKFD conv. warnings", "NSSVC() kept", "NSSVC(s=10, 50) kept"]
     for name in sets:
-        e = {m: store.get(f"{name}/{m}", {"set": name, "model": m}) for m in MODELS}
+        e = {m: store.get(f"{name}/{m}", {"set": name, "model": m, "max_train": max_train}) for m in MODELS}
         errors = [f"{name}/{m}: {r['error']}" for m, r in e.items() if r is not None and r.get("error")]
         notes.extend(errors)
         e = {m: (None if r is None or r.get("error") else r) for m, r in e.items()}
-        info = store.get(f"{name}/info", {"set": name})
+        info = store.get(f"{name}/info", {"set": name, "max_train": max_train})
         if info is None or e["klr_cv"] is None:
             continue
         peers = [e[m] for m in ("svc_prob_skl", "svc_prob_ilx") if e[m] is not None and not e[m].get("error")]
@@ -221,7 +221,7 @@ def main(argv=None):
     parser.add_argument("--sets", type=csv_list(str, SETS), default=SETS)
     parser.add_argument("--models", type=csv_list(str, MODELS), default=MODELS)
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--max-train", type=int, default=10_000)
+    parser.add_argument("--max-train", type=int, default=5_000)
     parser.add_argument("--quick", action="store_true", help="500 training rows: a smoke test")
     parser.add_argument("--force", action="store_true", help="re-run stored entries")
     parser.add_argument("--report-only", action="store_true")
@@ -233,10 +233,10 @@ def main(argv=None):
             if data is None:
                 print(f"{name}: missing, skipped", flush=True)
                 continue
-            store.put(f"{name}/info", {"set": name}, {"n_train": len(data[1]), "n_test": len(data[3]),
+            store.put(f"{name}/info", {"set": name, "max_train": args.max_train}, {"n_train": len(data[1]), "n_test": len(data[3]),
                                                        "d": data[0].shape[1], "classes": len(np.unique(data[1]))})
             for m in args.models:
-                key, config = f"{name}/{m}", {"set": name, "model": m}
+                key, config = f"{name}/{m}", {"set": name, "model": m, "max_train": args.max_train}
                 if store.done(key, config):
                     continue
                 try:
@@ -246,8 +246,8 @@ def main(argv=None):
                 store.put(key, config, res)
                 print(f"{name:>10} {m:>14}: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}"
                                                           for k, v in res.items() if k != "times"), flush=True)
-            report(store, SETS, complete=False)
-    report(store, SETS, complete=not args.report_only)
+            report(store, SETS, complete=False, max_train=args.max_train)
+    report(store, SETS, complete=not args.report_only, max_train=args.max_train)
     return 0
 
 
