@@ -748,5 +748,6 @@ def test_smaller_tol_runs_longer_to_a_lower_W(moons_binary):
     W = [m.objective_history_[0][-1] for m in runs]
     assert n[0] <= n[1] <= n[2] and n[0] < n[2]
     assert W[0] >= W[1] >= W[2]
+    longest = runs[2].objective_history_[0]
     for m in runs[:2]:  # the shorter histories are prefixes of the longest
-        np.testing.assert_array_equal(m.objective_history_[0], runs[2].objective_history_[0][:len(m.objective_history_[0])])
+        np.testing.assert_array_equal(m.objective_history_[0], longest[:len(m.objective_history_[0])])
