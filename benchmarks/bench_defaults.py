@@ -120,6 +120,8 @@ MODELS = ["klr_cv", "sklr_cv", "svc_prob_skl", "svc_prob_ilx", "nystroem_lr", "k
 def model_size(model, n_train):
     """The points (or expansion vectors) the fitted model keeps."""
     last = model.steps[-1][1]
+    if hasattr(last, "s_"):  # NSSVC: its cap holds per problem (one-vs-rest): the largest problem's
+        return int(np.max(last.n_support_))
     for attr in ("n_expansion_", "n_support_"):
         v = getattr(last, attr, None)
         if v is not None:
@@ -163,11 +165,11 @@ def fmt(v, spec=".3g"):
     return "" if v is None else format(v, spec)
 
 
-def report(store, sets, complete, max_train):
+def report(store, sets, complete, max_train, note=None):
     rows, notes, verdict = [], [], {"ll": 0, "time": 0, "sparse": 0, "n": 0, "slmc_conv": 0, "nssvc_cap": 0}
     head = ["data", "n_train", "d", "KLR-CV ll", "SVC(prob) ll", "Nys+LR ll", "KLR(C=1) ll", "KLR-CV t (s)",
             "SVC(prob) t (s)", "KLR-CV / SVC(prob) t", "KLR-CV C", "SKLR-CV kept", "SKLR-CV ll / KLR-CV ll",
-            "SLMC / SKFD conv. warnings", "NSSVC() kept", "NSSVC(s=10, 50) kept"]
+            "SLMC / SKFD conv. warnings", "NSSVC() kept", "NSSVC(s=10, 50): SVs of the largest problem"]
     for name in sets:
         e = {m: store.get(f"{name}/{m}", {"set": name, "model": m, "max_train": max_train}) for m in MODELS}
         errors = [f"{name}/{m}: {r['error']}" for m, r in e.items() if r is not None and r.get("error")]
@@ -199,7 +201,7 @@ def report(store, sets, complete, max_train):
                      fmt(kept, ".2f"), fmt(ll_ratio, ".3f"), " / ".join(fmt(c, "d") for c in conv),
                      fmt(e["nssvc"]["size"] / info["n_train"], ".2f") if e["nssvc"] else "",
                      ", ".join(fmt(c, "d") for c in caps)])
-    body = [__doc__.split("\n\n")[1].replace("\n", " "), "",
+    body = [__doc__.split("\n\n")[1].replace("\n", " "), "", *([f"Note: {note}", ""] if note else []),
             "Columns: ll = test log-loss; t = fit time (median of the repeats), the whole pipeline; "
             "SVC(prob) = the faster of scikit-learn's and scikit-learn-intelex's SVC(probability=True) "
             "(which one in brackets); kept = model size / training points; conv. warnings = "
@@ -225,6 +227,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="500 training rows: a smoke test")
     parser.add_argument("--force", action="store_true", help="re-run stored entries")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--note", default=None, help="a remark on how the runs were made (in the report)")
     args = parser.parse_args(argv)
     store = Store(None, args.quick, force=args.force, register_run=not args.report_only)
     if not args.report_only:
@@ -246,8 +249,8 @@ def main(argv=None):
                 store.put(key, config, res)
                 print(f"{name:>10} {m:>14}: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}"
                                                           for k, v in res.items() if k != "times"), flush=True)
-            report(store, SETS, complete=False, max_train=args.max_train)
-    report(store, SETS, complete=not args.report_only, max_train=args.max_train)
+            report(store, SETS, complete=False, max_train=args.max_train, note=args.note)
+    report(store, SETS, complete=True, max_train=args.max_train, note=args.note)
     return 0
 
 
