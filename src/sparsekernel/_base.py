@@ -549,7 +549,15 @@ class FitMonitor:
 
     @property
     def listening(self):
-        return self.ctx is not None or self.verbose
+        return self.calls_back or self.verbose
+
+    @property
+    def calls_back(self):
+        """Whether the fit's callback context has callbacks to call: a context without any (a fit
+        inside a scikit-learn search or Pipeline, which hands every sub-estimator one) keeps its
+        root task only, and the engines report to no one (a KLR-CV search on 537 points opened
+        about 3,000 sub-tasks for nothing)."""
+        return self.ctx is not None and bool(getattr(self.ctx, "_callbacks", True))
 
     def elapsed(self):
         return time.perf_counter() - self.t0
@@ -589,7 +597,7 @@ class ProblemProgress:
         self.monitor, self.k = monitor, k
         self.ticks, self.first, self.last_print = 0, None, -np.inf
         self.ctx, self.ended = None, False
-        if monitor.ctx is not None:
+        if monitor.calls_back:
             self.ctx = monitor.ctx.subcontext(task_name=f"problem {k + 1}/{monitor.n_problems}",
                                               task_id=k if monitor.parallel else None, max_subtasks=PROGRESS_TICKS)
             self.ctx.call_on_fit_task_begin(estimator=monitor.estimator)
