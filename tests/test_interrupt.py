@@ -129,8 +129,8 @@ def _run_and_interrupt(solver, n_classes, mode, script=SCRIPT):
             pytest.fail(f"child did not reach the fit: {line!r}\n{out}\n{err}")
         time.sleep(1.0)  # well inside the C++ solve by now
         assert proc.poll() is None, "the fit ended before SIGINT"
+        sent = time.monotonic()  # before the signal: the child may catch it before send_signal returns
         proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
         try:
             out, err = proc.communicate(timeout=EXIT_DEADLINE)
         except subprocess.TimeoutExpired:
