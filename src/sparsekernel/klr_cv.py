@@ -152,8 +152,7 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
 
     def _scores_by_c(self, results, metric):
         """The per-fold test scores of ``metric`` as (n_splits, n_candidates), in cv_results_ order."""
-        key = "test_score" if metric == "score" and "split0_test_score" in results else f"test_{metric}"
-        return np.array([results[f"split{k}_{key}"] for k in range(self.n_splits_)])
+        return np.array([results[f"split{k}_test_{metric}"] for k in range(self.n_splits_)])
 
     def _refitted(self):
         check_is_fitted(self, "cv_results_")
