@@ -1,5 +1,7 @@
 #include "cache.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -63,7 +65,7 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
     return e.data.get();
 }
 
-void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
+void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int nthreads) {
     if (swaps.empty()) return;
     // swap the entries themselves, keeping the LRU list consistent
     for (auto [i, j] : swaps) {
@@ -76,23 +78,31 @@ void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swap
         if (in_j) push_back(i);
         if (in_i) push_back(j);
     }
-    // then the positions inside every cached row, row by row (one pass over each row's memory);
-    // a row that covers the smaller position of a swap but not the larger loses its tail
-    for (int64_t h = head_; h >= 0;) {
-        const int64_t next = entries_[h].next;
-        Entry& e = entries_[h];
-        for (auto [i, j] : swaps) {
-            const int64_t a = std::min(i, j), b = std::max(i, j);
-            if (a == b || e.len <= a) continue;
-            if (e.len > b) {
-                std::swap(e.data[a], e.data[b]);
-            } else {
-                evict(h);
-                break;
+    // then the positions inside every cached row, row by row (one pass over each row's memory, the
+    // rows in parallel); a row that covers the smaller position of a swap but not the larger loses
+    // its tail: evicted afterwards, in LRU order as before
+    std::vector<int64_t> rows;
+    for (int64_t h = head_; h >= 0; h = entries_[h].next) rows.push_back(h);
+    const int64_t n = int64_t(rows.size());
+    std::vector<char> drop(n, 0);
+    const int64_t nc = chunks_for(n, 2.0 * double(swaps.size()), nthreads);
+    for_chunks(nc, nthreads, [&](int64_t c) {
+        for (int64_t r = n * c / nc; r < n * (c + 1) / nc; ++r) {
+            Entry& e = entries_[rows[r]];
+            for (auto [i, j] : swaps) {
+                const int64_t a = std::min(i, j), b = std::max(i, j);
+                if (a == b || e.len <= a) continue;
+                if (e.len > b) {
+                    std::swap(e.data[a], e.data[b]);
+                } else {
+                    drop[r] = 1;
+                    break;
+                }
             }
         }
-        h = next;
-    }
+    });
+    for (int64_t r = 0; r < n; ++r)
+        if (drop[r]) evict(rows[r]);
 }
 
 }  // namespace sk

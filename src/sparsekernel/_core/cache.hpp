@@ -23,7 +23,8 @@ public:
     float* get(int64_t i, int64_t len, int64_t* valid);
 
     // Apply a sequence of position swaps (one shrinking pass): each cached row is visited once.
-    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps);
+    // The rows are independent: nthreads share them.
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int nthreads = 1);
 
     std::size_t peak_bytes() const { return peak_ * sizeof(float); }
     // How many rows of length len fit in the budget.

@@ -10,7 +10,7 @@
 
 namespace sk {
 
-Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params) : A_(A), B_(B), p_(params) {
+Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params, int nthreads) : A_(A), B_(B), p_(params) {
     switch (p_.type) {
         case KernelType::rbf: measure_ = Measure::sqdist; break;
         case KernelType::laplacian: measure_ = Measure::l1; break;
@@ -19,11 +19,14 @@ Kernel::Kernel(const Matrix& A, const Matrix& B, KernelParams params) : A_(A), B
     if (A_.sparse && B_.csc_indptr && p_.type != KernelType::precomputed) {
         // work of a CSC row for each point of A: the column counts of its features in B
         csc_work_.assign(A_.n, 0.0);
-        for (int64_t i = 0; i < A_.n; ++i)
-            for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) {
-                const int64_t f = A_.indices[k];
-                if (f < B_.d) csc_work_[i] += double(B_.csc_indptr[f + 1] - B_.csc_indptr[f]);
-            }
+        const int64_t n = A_.n, nc = chunks_for(n, double(A_.indptr[n]) / double(std::max<int64_t>(1, n)) + 1.0, nthreads);
+        for_chunks(nc, nthreads, [&](int64_t c) {
+            for (int64_t i = n * c / nc; i < n * (c + 1) / nc; ++i)
+                for (int64_t k = A_.indptr[i]; k < A_.indptr[i + 1]; ++k) {
+                    const int64_t f = A_.indices[k];
+                    if (f < B_.d) csc_work_[i] += double(B_.csc_indptr[f + 1] - B_.csc_indptr[f]);
+                }
+        });
     }
 }
 

@@ -38,7 +38,7 @@ public:
     // K(a_i, b_j) for rows a_i of A and b_j of B (A and B may be the same matrix). For
     // 'precomputed', A holds the kernel values themselves (A[i, j] = K(a_i, b_j)) and B is unused
     // except for its row count.
-    Kernel(const Matrix& A, const Matrix& B, KernelParams params);
+    Kernel(const Matrix& A, const Matrix& B, KernelParams params, int nthreads = 1);
 
     double value(int64_t i, int64_t j) const;
 

@@ -1,6 +1,7 @@
 // Read-only view of a set of points: dense row-major float64 or CSR (int64 indptr, int32 indices,
 // float64 values). The arrays are owned by Python; the binding keeps them alive.
 #pragma once
+#include "parallel.hpp"
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
@@ -57,55 +58,79 @@ struct PermutedCopy {
     std::vector<int64_t> indptr, csc_indptr;
     std::vector<int32_t> indices, csc_rows;
 
-    // counting-sort transpose of the CSR working copy; rows come out sorted within each column
-    void build_csc() {
-        const int64_t d = m.d, nnz = indptr[m.n];
+    // counting-sort transpose of the CSR working copy; rows come out sorted within each column.
+    // Row chunks in parallel: each chunk counts its entries per column, and writes them after the
+    // earlier chunks' (the same arrays as one serial pass).
+    void build_csc(int nthreads) {
+        const int64_t n = m.n, d = m.d, nnz = indptr[n];
+        const int64_t nc = std::min<int64_t>(chunks_for(n, double(nnz) / double(std::max<int64_t>(1, n)) + 1.0, nthreads),
+                                             std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, d)));
+        std::vector<int64_t> count(nc * (d + 1), 0);  // count[c * (d + 1) + f]: then chunk c's start in column f
+        for_chunks(nc, nthreads, [&](int64_t c) {
+            int64_t* cnt = count.data() + c * (d + 1);
+            for (int64_t k = indptr[n * c / nc]; k < indptr[n * (c + 1) / nc]; ++k) ++cnt[indices[k]];
+        });
         csc_indptr.assign(d + 1, 0);
-        for (int64_t k = 0; k < nnz; ++k) ++csc_indptr[indices[k] + 1];
-        for (int64_t f = 0; f < d; ++f) csc_indptr[f + 1] += csc_indptr[f];
+        int64_t pos = 0;
+        for (int64_t f = 0; f < d; ++f) {
+            csc_indptr[f] = pos;
+            for (int64_t c = 0; c < nc; ++c) {
+                const int64_t k = count[c * (d + 1) + f];
+                count[c * (d + 1) + f] = pos;
+                pos += k;
+            }
+        }
+        csc_indptr[d] = pos;
         csc_rows.resize(nnz);
         csc_values.resize(nnz);
-        std::vector<int64_t> next(csc_indptr.begin(), csc_indptr.end() - 1);
-        for (int64_t t = 0; t < m.n; ++t)
-            for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
-                const int64_t p = next[indices[k]]++;
-                csc_rows[p] = int32_t(t);
-                csc_values[p] = values[k];
-            }
+        for_chunks(nc, nthreads, [&](int64_t c) {
+            int64_t* next = count.data() + c * (d + 1);
+            for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t)
+                for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
+                    const int64_t p = next[indices[k]]++;
+                    csc_rows[p] = int32_t(t);
+                    csc_values[p] = values[k];
+                }
+        });
         m.csc_indptr = csc_indptr.data();
         m.csc_rows = csc_rows.data();
         m.csc_values = csc_values.data();
     }
 
-    void build(const Matrix& X, const std::vector<int32_t>& perm) {
+    void build(const Matrix& X, const std::vector<int32_t>& perm, int nthreads = 1) {
         const int64_t n = int64_t(perm.size());
         m = Matrix();
         m.n = n;
         m.d = X.d;
         m.sparse = X.sparse;
+        const int64_t nc = chunks_for(n, double(X.d) + 2.0, nthreads);
         if (X.sparse) {
             indptr.assign(n + 1, 0);
             for (int64_t t = 0; t < n; ++t) indptr[t + 1] = indptr[t] + (X.indptr[perm[t] + 1] - X.indptr[perm[t]]);
             indices.resize(indptr[n]);
             values.resize(indptr[n]);
-            for (int64_t t = 0; t < n; ++t) {
-                const int64_t src = X.indptr[perm[t]], len = X.indptr[perm[t] + 1] - src;
-                std::copy(X.indices + src, X.indices + src + len, indices.begin() + indptr[t]);
-                std::copy(X.values + src, X.values + src + len, values.begin() + indptr[t]);
-            }
+            for_chunks(nc, nthreads, [&](int64_t c) {
+                for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                    const int64_t src = X.indptr[perm[t]], len = X.indptr[perm[t] + 1] - src;
+                    std::copy(X.indices + src, X.indices + src + len, indices.begin() + indptr[t]);
+                    std::copy(X.values + src, X.values + src + len, values.begin() + indptr[t]);
+                }
+            });
             m.indptr = indptr.data();
             m.indices = indices.data();
             m.values = values.data();
-            build_csc();
+            build_csc(nthreads);
         } else {
             // few features: d contiguous passes over the points vectorise best; many features:
             // point by point, each a contiguous dot product (and the passes would leave the cache)
             m.feature_major = X.d <= kFeatureMajorMaxD;
             values.resize(n * X.d);
-            for (int64_t t = 0; t < n; ++t) {
-                const double* row = X.dense + int64_t(perm[t]) * X.d;
-                for (int64_t k = 0; k < X.d; ++k) values[m.feature_major ? k * n + t : t * X.d + k] = row[k];
-            }
+            for_chunks(nc, nthreads, [&](int64_t c) {
+                for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                    const double* row = X.dense + int64_t(perm[t]) * X.d;
+                    for (int64_t k = 0; k < X.d; ++k) values[m.feature_major ? k * n + t : t * X.d + k] = row[k];
+                }
+            });
             m.dense = values.data();
         }
         m.sqnorm.resize(n);

@@ -124,7 +124,7 @@ public:
     // Position swaps of one shrinking pass, applied in order.
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
         if (swaps.empty()) return;
-        cache_.swap_indices(swaps);
+        cache_.swap_indices(swaps, nthreads_);
         for (auto [i, j] : swaps) {
             std::swap(y_[i], y_[j]);
             std::swap(perm_[i], perm_[j]);
@@ -148,8 +148,8 @@ private:
         if (precomputed()) {
             kernel_ = std::make_unique<Kernel>(X_, X_, params_);
         } else {
-            work_.build(X_, perm_);
-            kernel_ = std::make_unique<Kernel>(X_, work_.m, params_);
+            work_.build(X_, perm_, nthreads_);
+            kernel_ = std::make_unique<Kernel>(X_, work_.m, params_, nthreads_);
         }
     }
 
