@@ -96,7 +96,9 @@ class DualProblem:
     """One dual problem over rows ``idx`` of the fit's X (None: all of them; eps-SVR's 2n variables
     are over all n rows): labels y (+-1), linear term p, box [lo, hi] (lo None: 0), C_i of the
     entropic term, and ``start``, the point to start from when no warm start applies (None: a = lo
-    for the linear term)."""
+    for the linear term). ``nu``: the sum of a within each label class stays that of ``start`` too
+    (the nu formulations' second equality, e'a = const: LIBSVM's Solver_NU), and the result's ``r``
+    is their second multiplier."""
 
     y: np.ndarray
     p: np.ndarray
@@ -107,6 +109,7 @@ class DualProblem:
     kind: str = "binary"
     idx: np.ndarray | None = None
     start: np.ndarray | None = None
+    nu: bool = False
 
     def __post_init__(self):
         if self.lo is None:
@@ -126,6 +129,7 @@ class SolveResult:
     alpha: np.ndarray
     grad: np.ndarray
     rho: float
+    r: float  # nu problems: the multiplier of e'a (Solver_NU's r); 0 otherwise
     obj: float
     gap: float
     n_iter: int
@@ -162,7 +166,9 @@ def solve(X, kernel, problem, options, *, a0=None, g0=None, session=None, cancel
         X = core_matrix(X)
     if a0 is None:
         a0 = problem.start
-    r = _core.solve(X=X, kernel=kernel.core, options=options.core(time_limit), term=TERMS[problem.term],
+    core_options = options.core(time_limit)
+    core_options.nu = bool(problem.nu)
+    r = _core.solve(X=X, kernel=kernel.core, options=core_options, term=TERMS[problem.term],
                     problem=KINDS[problem.kind], y=problem.y, p=problem.p, C=problem.C, lo=problem.lo, hi=problem.hi,
                     a0=a0, g0=g0, session=session, cancel=cancel, progress=progress)
     return SolveResult(**r, n_threads=options.threads, y=problem.y, lo=problem.lo, hi=problem.hi, idx=problem.idx)

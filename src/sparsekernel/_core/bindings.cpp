@@ -286,6 +286,7 @@ struct SolveOptions {
     double cache_mb = 200.0;
     int nthreads = 1;  // resolved from n_jobs in Python
     bool conjugate = false;
+    bool nu = false;  // y'a = 0 and e'a fixed: pairs within one label class (the nu formulations)
     bool trace = false;
     double time_limit = 0.0;  // seconds (0: none)
 };
@@ -306,8 +307,9 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
         (problem == 1 && l % 2 != 0))
         throw std::invalid_argument("solve: inconsistent lengths");
     if (term != 0 && term != 1) throw std::invalid_argument("solve: unknown term code");
-    if (term == 1 && (conjugate || problem == 1))
-        throw std::invalid_argument("solve: conjugate directions and eps-SVR need the linear term");
+    if (term == 1 && (conjugate || problem == 1 || options.nu))
+        throw std::invalid_argument("solve: conjugate directions, eps-SVR and nu need the linear term");
+    if (options.nu && conjugate) throw std::invalid_argument("solve: no conjugate directions for nu problems");
     if (session) {
         if (session->problem != problem || session->l != l || !std::equal(session->y.begin(), session->y.end(), y.data()))
             throw std::invalid_argument("solve: the session was made for another problem or other labels");
@@ -330,6 +332,7 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     opt.second_order = options.second_order;
     opt.batched = options.batched && !trace;
     opt.conjugate = conjugate;
+    opt.nu = options.nu;
     opt.q = options.q;
     opt.nthreads = std::max(1, options.nthreads);
     std::vector<double> trace_values;
@@ -406,6 +409,7 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     d["alpha"] = to_numpy(res.alpha);
     d["grad"] = to_numpy(res.grad);
     d["rho"] = res.rho;
+    d["r"] = res.r;
     d["obj"] = res.obj;
     d["gap"] = res.gap;
     d["n_iter"] = res.iter;
@@ -488,6 +492,7 @@ NB_MODULE(_core, m) {
         .def_rw("cache_mb", &SolveOptions::cache_mb)
         .def_rw("nthreads", &SolveOptions::nthreads)
         .def_rw("conjugate", &SolveOptions::conjugate)
+        .def_rw("nu", &SolveOptions::nu)
         .def_rw("trace", &SolveOptions::trace)
         .def_rw("time_limit", &SolveOptions::time_limit);
     // keyword-only: one caller (sparsekernel/_engine.py), every argument named

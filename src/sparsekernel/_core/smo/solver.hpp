@@ -56,6 +56,9 @@ struct SolverOptions {
     bool second_order = true;
     bool batched = false;
     bool conjugate = false;  // CSMO directions on the pair route (quadratic terms only)
+    // the nu formulations' second equality (Chang & Lin 2001; LIBSVM's Solver_NU): the sum of a within
+    // each label class stays that of a0, so pairs are chosen within one class (pair route only)
+    bool nu = false;
     // restart the conjugate direction when p has more nonzeros than this (> 0), than
     // max(16, active size / -value) (< 0), or never (0: Algorithm 2 as printed)
     int64_t conjugate_max_support = -64;
@@ -84,6 +87,7 @@ struct SolverResult {
     std::vector<double> alpha;  // in the original order
     std::vector<double> grad;   // final G = Qa + psi'(a), in the original order
     double rho = 0;             // decision function f(x) = sum_i y_i a_i K(x_i, x) - rho
+    double r = 0;               // nu: the multiplier of the class-sum equalities (Solver_NU's r)
     double obj = 0;
     double gap = 0;             // final m - M
     int64_t iter = 0;           // pair steps
@@ -119,6 +123,13 @@ public:
             if (C) C_[t] = C[o];
             if (a0) a_[t] = a0[o];
             update_status(t);
+        }
+        if (opt_.nu) {
+            if (opt_.conjugate || !kQuadratic)
+                throw std::invalid_argument("nu problems take plain pairs and the linear term");
+            opt_.batched = false;  // the block selection knows one equality only
+            for (auto* mask : {&up_cls_[0], &up_cls_[1], &low_cls_[0], &low_cls_[1]}) mask->assign(l, 0);
+            for (int64_t t = 0; t < l; ++t) update_status(t);
         }
         if (opt_.conjugate) {
             if (!kQuadratic) throw std::invalid_argument("conjugate directions need a quadratic objective");
@@ -171,7 +182,14 @@ private:
         at_hi_[t] = a_[t] >= hi_[t];
         can_up_[t] = y_[t] > 0 ? !at_hi_[t] : !at_lo_[t];
         can_low_[t] = y_[t] > 0 ? !at_lo_[t] : !at_hi_[t];
+        if (!up_cls_[0].empty()) {  // nu: the same sets within each class
+            const int s = cls(t);
+            up_cls_[s][t] = can_up_[t];
+            low_cls_[s][t] = can_low_[t];
+            up_cls_[1 - s][t] = low_cls_[1 - s][t] = 0;
+        }
     }
+    int cls(int64_t t) const { return y_[t] > 0 ? 0 : 1; }  // nu: the label class of position t
     bool keep_gbar() const { return opt_.shrinking; }
 
     // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q: it
@@ -273,12 +291,20 @@ private:
         std::swap(at_hi_[i], at_hi_[j]);
         std::swap(can_up_[i], can_up_[j]);
         std::swap(can_low_[i], can_low_[j]);
+        if (opt_.nu) {
+            for (int s = 0; s < 2; ++s) {
+                std::swap(up_cls_[s][i], up_cls_[s][j]);
+                std::swap(low_cls_[s][i], low_cls_[s][j]);
+            }
+        }
         std::swap(active_set_[i], active_set_[j]);
     }
 
     // m = max_{I_up} F, M = min_{I_low} F over the active set (chunks in parallel; max and min are
-    // exact, so the result does not depend on the threads)
-    void violation_extremes(double& m, double& M) const {
+    // exact, so the result does not depend on the threads); within label class `s` when s >= 0 (nu)
+    void violation_extremes(double& m, double& M, int s = -1) const {
+        const uint8_t* up = s < 0 ? can_up_.data() : up_cls_[s].data();
+        const uint8_t* low = s < 0 ? can_low_.data() : low_cls_[s].data();
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 2.0, opt_.nthreads);
         std::vector<std::pair<double, double>> part(nc);
@@ -286,8 +312,8 @@ private:
             double mc = -std::numeric_limits<double>::infinity(), Mc = std::numeric_limits<double>::infinity();
             for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
                 const double f = F(t);
-                if (in_up(t)) mc = std::max(mc, f);
-                if (in_low(t)) Mc = std::min(Mc, f);
+                if (up[t]) mc = std::max(mc, f);
+                if (low[t]) Mc = std::min(Mc, f);
             }
             part[c] = {mc, Mc};
         });
@@ -325,6 +351,7 @@ private:
     // and the curvature sits in diag(). Returns true when the active set is optimal (m - M < tol).
     template <bool kSecondOrder>
     bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
+        if (opt_.nu) return select_working_pair_nu<kSecondOrder>(i, j, gap);
         // Both passes run over chunks (in parallel) and combine the chunks in order with the same
         // comparisons as one serial scan, so the choice does not depend on the number of threads.
         // The first pass (i) is usually done already, fused with the last gradient update.
@@ -368,6 +395,63 @@ private:
         j = best.j;
         gap = (i >= 0 && M < kHuge) ? m - M : 0.0;
         return i < 0 || j < 0 || !(gap >= opt_.tol);
+    }
+
+    // The nu formulations (Chang & Lin 2001, LIBSVM's Solver_NU): the rule above within each label
+    // class s, i_s = argmax F over I_up(s), j over I_low(s) with row i_s; the pair is that of the
+    // class whose j gains more (first order: whose violation m_s - M_s is larger). A pair within one
+    // class keeps both y'a and the class sums. Optimal when max_s (m_s - M_s) < tol.
+    template <bool kSecondOrder>
+    bool select_working_pair_nu(int64_t& i, int64_t& j, double& gap) {
+        maximal_violator_known_ = false;
+        const int64_t n = active_size_;
+        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        double m[2], M[2];
+        int64_t is[2];
+        LowScan best[2];
+        for (int s = 0; s < 2; ++s) {
+            up_.assign(nc, UpScan{});
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                up_[c] = scan_up(G_.data(), y_.data(), up_cls_[s].data(), n * c / nc, n * (c + 1) / nc);
+            });
+            combine_up();
+            m[s] = m_up_;
+            is[s] = i_up_;
+            best[s] = LowScan{kHuge, -1.0, -1};
+            M[s] = kHuge;
+            if (is[s] < 0) continue;
+            const float* Qi = kSecondOrder ? active_row(is[s]) : nullptr;
+            const double QDi = diag(is[s]), yi = y_[is[s]], ms = m[s];
+            low_.assign(nc, LowScan{});
+            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+                const int64_t lo = n * c / nc, hi = n * (c + 1) / nc;
+                if constexpr (kSecondOrder) {
+                    low_[c] = scan_low_second_order(G_.data(), y_.data(), low_cls_[s].data(), diag_data(), Qi, QDi, yi,
+                                                    ms, opt_.tau, lo, hi);
+                } else {
+                    low_[c] = scan_low_first_order(G_.data(), y_.data(), low_cls_[s].data(), lo, hi);
+                }
+            });
+            for (const LowScan& p : low_) {
+                M[s] = std::min(M[s], p.M);
+                if (p.j < 0) continue;
+                const bool take = kSecondOrder ? p.gain >= best[s].gain : p.M <= best[s].M;
+                if (take) best[s] = p;
+            }
+        }
+        gap = 0.0;
+        int pick = -1;
+        for (int s = 0; s < 2; ++s) {
+            if (is[s] < 0 || M[s] >= kHuge) continue;
+            gap = std::max(gap, m[s] - M[s]);
+            if (best[s].j < 0) continue;
+            const bool better = pick < 0 || (kSecondOrder ? best[s].gain > best[pick].gain
+                                                          : m[s] - M[s] > m[pick] - M[pick]);
+            if (better) pick = s;
+        }
+        i = pick < 0 ? -1 : is[pick];
+        j = pick < 0 ? -1 : best[pick].j;
+        return pick < 0 || !(gap >= opt_.tol);
     }
 
     // Minimise f along a_i += y_i t, a_j -= y_j t (keeps y'a), clip to the boxes, update G.
@@ -675,20 +759,23 @@ private:
     void do_shrinking() {
         maximal_violator_known_ = false;
         reset_direction();  // the active set changes
-        double m, M;
-        violation_extremes(m, M);
-        if (!unshrunk_ && m - M <= 10.0 * opt_.tol) {
+        double m[2], M[2];  // per label class for nu (its be_shrunk compares within the class)
+        violation_extremes(m[0], M[0], opt_.nu ? 0 : -1);
+        if (opt_.nu) violation_extremes(m[1], M[1], 1); else m[1] = m[0], M[1] = M[0];
+        const double worst = std::max(m[0] - M[0], m[1] - M[1]);
+        if (!unshrunk_ && worst <= 10.0 * opt_.tol) {
             // close to the end: bring everything back once, so shrinking mistakes are undone early
             unshrunk_ = true;
             reconstruct_gradient();
             active_size_ = l_;
         }
         std::vector<std::pair<int64_t, int64_t>> swaps;
+        auto shrink = [&](int64_t t) { return be_shrunk(t, m[cls(t)], M[cls(t)]); };
         for (int64_t t = 0; t < active_size_; ++t) {
-            if (!be_shrunk(t, m, M)) continue;
+            if (!shrink(t)) continue;
             --active_size_;
             while (active_size_ > t) {
-                if (!be_shrunk(active_size_, m, M)) {
+                if (!shrink(active_size_)) {
                     swap_index(t, active_size_);
                     swaps.emplace_back(t, active_size_);
                     break;
@@ -956,10 +1043,17 @@ private:
     void finish(SolverResult& res) {
         reconstruct_gradient();
         active_size_ = l_;
-        double m, M;
-        violation_extremes(m, M);
-        res.gap = (std::isfinite(m) && std::isfinite(M)) ? m - M : 0.0;
-        res.rho = calculate_rho();
+        res.gap = 0.0;
+        for (int s = opt_.nu ? 0 : -1; s < (opt_.nu ? 2 : 0); ++s) {
+            double m, M;
+            violation_extremes(m, M, s);
+            if (std::isfinite(m) && std::isfinite(M)) res.gap = std::max(res.gap, m - M);
+        }
+        if (opt_.nu) {
+            calculate_rho_nu(res.rho, res.r);
+        } else {
+            res.rho = calculate_rho();
+        }
         res.obj = objective();
         res.alpha.assign(l_, 0.0);
         res.grad.assign(l_, 0.0);
@@ -999,6 +1093,33 @@ private:
         return std::isfinite(ub) ? ub : (std::isfinite(lb) ? lb : 0.0);
     }
 
+    // nu (LIBSVM's Solver_NU::calculate_rho): r_s = the mean of G over class s's free variables,
+    // else the midpoint of the interval its bounded ones leave; rho = (r_+ - r_-) / 2 and
+    // r = (r_+ + r_-) / 2 (the formulation divides by r).
+    void calculate_rho_nu(double& rho, double& r) const {
+        const double inf = std::numeric_limits<double>::infinity();
+        double ub[2] = {inf, inf}, lb[2] = {-inf, -inf}, sum[2] = {0, 0}, rs[2];
+        int64_t nr_free[2] = {0, 0};
+        for (int64_t t = 0; t < l_; ++t) {
+            const int s = cls(t);
+            if (at_hi_[t]) {
+                lb[s] = std::max(lb[s], G_[t]);
+            } else if (at_lo_[t]) {
+                ub[s] = std::min(ub[s], G_[t]);
+            } else {
+                ++nr_free[s];
+                sum[s] += G_[t];
+            }
+        }
+        for (int s = 0; s < 2; ++s) {
+            if (nr_free[s] > 0) rs[s] = sum[s] / double(nr_free[s]);
+            else if (std::isfinite(ub[s]) && std::isfinite(lb[s])) rs[s] = 0.5 * (ub[s] + lb[s]);
+            else rs[s] = std::isfinite(ub[s]) ? ub[s] : (std::isfinite(lb[s]) ? lb[s] : 0.0);
+        }
+        rho = 0.5 * (rs[0] - rs[1]);
+        r = 0.5 * (rs[0] + rs[1]);
+    }
+
     QM& Q_;
     Term term_;
     SolverOptions opt_;
@@ -1010,6 +1131,7 @@ private:
     std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
     std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound
     std::vector<uint8_t> can_up_, can_low_;  // t in I_up / I_low (derived from the above and y_t)
+    std::vector<uint8_t> up_cls_[2], low_cls_[2];  // nu: I_up, I_low within class 0 (y > 0) and 1
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
