@@ -8,13 +8,20 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import (
+    _num_samples,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from . import _engine
 from ._engine import DualProblem, KernelSpec, SolverOptions
@@ -41,6 +48,8 @@ from ._base import (
 
 SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
 SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
+# the nu problems run plain pairs (the engine has no block selection or conjugate step for two equalities)
+NU_SOLVERS = ("auto", "smo2", "smo1")
 
 # one-vs-one prediction through one (n_pairs, n_SV) coefficient matrix up to this many entries (128 MB)
 _OVO_COEF_ENTRIES = 1 << 24
@@ -58,6 +67,13 @@ _BLOCK_MIN_ROWS = 2000
 def _pairs(n_classes):
     """The one-vs-one problems in LIBSVM's order: (a, b) for a < b."""
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+def _nu_start(hi, total):
+    """LIBSVM's initial point of the nu formulations: a_i = min(hi_i, what is left of ``total``),
+    filled in order (solve_nu_svc, solve_nu_svr, solve_one_class)."""
+    before = np.concatenate([[0.0], np.cumsum(hi)[:-1]])
+    return np.clip(total - before, 0.0, hi)
 
 
 def _ovo_votes(dec, n_classes):
@@ -114,10 +130,17 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     _solvers = SOLVERS
 
+    # whether a fit may start from a previous solution (a search's or warm_start's): not for the nu
+    # formulations, whose start fixes the sums of a that the solve keeps
+    _warm_starts = True
+
     def _check_common_params(self):
-        C = self.C
-        if not isinstance(C, numbers.Real) or isinstance(C, bool) or np.isnan(C) or C <= 0:
-            raise ValueError(f"C must be a number > 0 (inf: a hard margin), got {C!r}")
+        if "nu" in getattr(self, "_parameter_constraints", {}):
+            self._validate_params()  # scikit-learn's checks and messages for nu (in (0, 1])
+        if "C" in self.get_params(deep=False):
+            C = self.C
+            if not isinstance(C, numbers.Real) or isinstance(C, bool) or np.isnan(C) or C <= 0:
+                raise ValueError(f"C must be a number > 0 (inf: a hard margin), got {C!r}")
         check_positive("tol", self.tol)
         check_positive("cache_size", self.cache_size)
         check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree, allow_callable=True)
@@ -126,10 +149,41 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
                 self.max_iter < 1 and self.max_iter != -1):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
+        if not isinstance(getattr(self, "warm_start", False), (bool, np.bool_)):
             raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
         check_time_limit(self.time_limit)
         return n_threads(self.n_jobs)
+
+    def _fit_warmth(self, X, y, sample_weight, search_rows):
+        """The fit's FitWarmth (``_engine.fit_warmth``); without its warm starts for the formulations
+        that take none (a search's deadline and threads still apply)."""
+        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
+        if self._warm_starts:
+            return warmth
+        return _engine.FitWarmth(deadline=warmth.deadline, threads=warmth.threads)
+
+    def _solve_one(self, X, y, sample_weight, search_rows, problem, threads):
+        """Solve the fit's one dual problem (SVR, NuSVR, OneClassSVM): its SolveResult."""
+        warmth = self._fit_warmth(X, y, sample_weight, search_rows)
+        threads = warmth.fit_threads(threads)
+        monitor = self._monitor(1, threads, X, y, warmth)
+        (r,) = self._solve_problems(X, [problem], threads, warmth, monitor)
+        monitor.close()
+        return r
+
+    def _store_expansion(self, X, coef, rho, r, inputs):
+        """The model f(x) = sum_i coef_i K(x_i, x) - rho of a one-problem fit, on its support vectors."""
+        support = np.flatnonzero(coef != 0)
+        self.support_ = support.astype(np.int32)
+        self.n_support_ = np.array([len(support)], dtype=np.int32)
+        self._dual_coef = coef[support][None, :]
+        self._intercept = np.array([-rho])
+        self._check_finite_model()
+        self.dual_coef_ = self._public_coef(self._dual_coef)
+        self.intercept_ = self._intercept
+        self._set_support_vectors(X, support, inputs)
+        self.n_iter_ = int(r.n_iter)
+        self._store_diagnostics([r])
 
     def _monitor(self, n_problems, threads, X, y, warmth):
         """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems (a
@@ -241,7 +295,250 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         return state
 
 
-class SVC(ClassifierMixin, _BaseSMO):
+class _BaseSVC(ClassifierMixin, _BaseSMO):
+    """What SVC and NuSVC share: the one-vs-one pairs (LIBSVM's order and layout), Platt scaling and
+    prediction. A subclass names its formulation: the bounds C_i (``_bounds``), the dual problem of
+    a pair (``_pair_problem``) and the model coefficients of its solution (``_pair_solution``)."""
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        threads = self._check_common_params()
+        if self.decision_function_shape not in ("ovr", "ovo"):
+            raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
+        q = getattr(self, "working_set_size", None)
+        if q is not None and (not isinstance(q, numbers.Integral) or q < 4):
+            raise ValueError(f"working_set_size must be an integer >= 4 or None, got {q!r}")
+        if self.probability != "deprecated":
+            if not isinstance(self.probability, (bool, np.bool_)):
+                raise ValueError(f"probability must be a bool, got {self.probability!r}")
+            warnings.warn("The `probability` parameter was deprecated in 1.9 and will be removed in version 1.11. "
+                          "Use `CalibratedClassifierCV(SVC(), ensemble=False)` instead of `SVC(probability=True)` "
+                          "(or sparsekernel.KernelLogisticRegression for probabilities from one fit)", FutureWarning)
+        return threads
+
+    def _class_weights(self, y_enc):
+        """class_weight_ as scikit-learn keeps it: the weight of every class (ones for None)."""
+        from sklearn.utils.class_weight import compute_class_weight
+
+        if self.class_weight is None:
+            return np.ones(len(self.classes_))
+        return compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_enc])
+
+    def _check_pairs(self, Ci, y_enc, pairs):
+        """Refuse a formulation infeasible on some pair (nothing to check for C-SVC)."""
+
+    # ------------------------------------------------------------------ fit
+    @with_callbacks
+    def fit(self, X, y, sample_weight=None, *, search_rows=None):
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
+
+        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
+            return self
+        t0 = time.perf_counter()
+        threads = self._check_params()
+        X, y, inputs = self._validate_fit_input(X, y)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
+        self.class_weight_ = self._class_weights(y_enc)
+        Ci = self._bounds(y_enc, sample_weight, X.shape[0])
+        if len(np.unique(y_enc[Ci > 0])) < 2:
+            raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
+                             "are sample_weight times class_weight)")
+        pairs = _pairs(len(self.classes_))
+        self._check_pairs(Ci, y_enc, pairs)
+
+        warmth = self._fit_warmth(X, y, sample_weight, search_rows)
+        threads = warmth.fit_threads(threads)
+        problems = []
+        for a, b in pairs:
+            idx = np.flatnonzero((y_enc == a) | (y_enc == b))
+            problems.append(self._pair_problem(np.where(y_enc[idx] == a, 1.0, -1.0), np.ascontiguousarray(Ci[idx]),
+                                               idx))
+        monitor = self._monitor(len(problems), threads, X, y, warmth)
+        results = self._solve_problems(X, problems, threads, warmth, monitor)
+        monitor.close()
+        self._store_model(X, y_enc, pairs, results, inputs)
+        self._check_finite_model()
+        self._probA, self._probB = np.empty(0), np.empty(0)
+        if self.probability is True or self.probability is np.True_:
+            self._probA, self._probB = self._fit_platt(X, problems, threads)
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_not_converged()
+        return self
+
+    def _store_model(self, X, y_enc, pairs, results, inputs=None):
+        """Keep only the support vectors, in LIBSVM's layout (grouped by class)."""
+        n_classes = len(self.classes_)
+        n = X.shape[0]
+        coef_full = np.zeros((max(1, n_classes - 1), n))
+        is_sv = np.zeros(n, dtype=bool)
+        rho = np.empty(len(pairs))
+        for k, ((a, b), r) in enumerate(zip(pairs, results)):
+            idx, yp = r.idx, r.y
+            coef, rho[k] = self._pair_solution(r)
+            is_sv[idx[r.alpha > 0]] = True
+            # coefficients of class-a SVs go to row b-1, those of class-b SVs to row a (LIBSVM)
+            in_a = yp > 0
+            coef_full[b - 1, idx[in_a]] = coef[in_a]
+            coef_full[a, idx[~in_a]] = coef[~in_a]
+        order = np.lexsort((np.arange(n), y_enc))
+        support = order[is_sv[order]]
+        self.support_ = support.astype(np.int32)
+        self.n_support_ = np.bincount(y_enc[support], minlength=n_classes).astype(np.int32)
+        self._dual_coef = coef_full[:, support]
+        self._intercept = -rho
+        self._set_support_vectors(X, support, inputs)
+        sign = -1.0 if n_classes == 2 else 1.0  # scikit-learn's binary convention: decision > 0 means classes_[1]
+        self.dual_coef_ = self._public_coef(sign * self._dual_coef)
+        self.intercept_ = sign * self._intercept
+        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
+        self._store_diagnostics(results)
+
+    def _fit_platt(self, X, problems, threads):
+        """Platt scaling of every pairwise problem, as LIBSVM's svm_binary_svc_probability: decision
+        values of the pair's (positively weighted) samples from a 5-fold cross-validation, folds drawn
+        from random_state, then the sigmoid P(a | f) = 1 / (1 + exp(A f + B)) fitted to them by
+        scikit-learn's Platt code (calibration._sigmoid_calibration). Returns (A, B) per pair."""
+        from sklearn.calibration import _sigmoid_calibration
+
+        rng = check_random_state(self.random_state)
+        tasks, sub = [], []
+        dec = [np.zeros(len(pr.idx)) for pr in problems]
+        live = [np.flatnonzero(pr.hi > 0) for pr in problems]
+        for k, pr in enumerate(problems):
+            perm = live[k][rng.permutation(len(live[k]))]
+            for f in range(_PLATT_FOLDS):
+                test = perm[f * len(perm) // _PLATT_FOLDS:(f + 1) * len(perm) // _PLATT_FOLDS]
+                train = np.setdiff1d(live[k], test)
+                y_train = pr.y[train]
+                if np.all(y_train > 0) or np.all(y_train < 0):  # one class (or none) left: LIBSVM's +-1 / 0
+                    dec[k][test] = np.sign(y_train.sum()) if len(train) else 0.0
+                    continue
+                tasks.append((k, test))
+                sub.append(self._pair_problem(y_train, pr.hi[train], pr.idx[train]))
+        for (k, test), r in zip(tasks, self._solve_problems(X, sub, threads)):
+            dec[k][test] = self._problem_decision(X, r, problems[k].idx[test])
+        AB = [_sigmoid_calibration(dec[k][live[k]], (pr.y[live[k]] > 0).astype(np.float64))
+              for k, pr in enumerate(problems)]
+        return np.array([a for a, _ in AB]), np.array([b for _, b in AB])
+
+    def _problem_decision(self, X, r, rows):
+        """sum_i y_i a_i K(x_i, x) - rho of one solved problem at the training points ``rows``."""
+        sv = r.alpha > 0
+        coef, rho = self._pair_solution(r)
+        coef, sv_rows = coef[sv], r.idx[sv]
+        if self._kernel_matrix_input():
+            return X[np.ix_(rows, sv_rows)] @ coef - rho
+        B = X[sv_rows]
+        return self._evaluator().decision(X[rows], B, core_matrix(B), coef[None, :], np.array([-rho]))[:, 0]
+
+    def _primal_coef(self):
+        """w of every one-vs-one problem (scikit-learn's sign for two classes)."""
+        W = self._ovo_coef()
+        coef = safe_sparse_dot(sp.csr_matrix(W) if self._sparse_fit else W, self.support_vectors_)
+        return -coef if len(self.classes_) == 2 else coef
+
+    # ------------------------------------------------------------------ probabilities (deprecated API)
+    def _check_proba(self):
+        if self.probability == "deprecated" or not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (columns in the order of ``classes_``) from the Platt sigmoids of the
+        pairwise decision values, coupled for more than two classes. Only with probability=True.
+        They come from a cross-validation, so their argmax can differ from ``predict``."""
+        check_is_fitted(self)
+        if self._probA.size == 0 or self._probB.size == 0:
+            raise NotFittedError("predict_proba is not available when fitted with probability=False")
+        dec = self._ovo_decision(X)
+        r = np.clip(1.0 / (1.0 + np.exp(dec * self._probA + self._probB)), _PLATT_MIN_PROB, 1.0 - _PLATT_MIN_PROB)
+        if len(self.classes_) == 2:
+            return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
+        return _pairwise_coupling(r, len(self.classes_))
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """log(predict_proba(X))."""
+        return np.log(self.predict_proba(X))
+
+    @deprecated("Attribute `probA_` was deprecated in version 1.9 and will be removed in 1.11 as the "
+                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
+    @property
+    def probA_(self):
+        """A of Platt's sigmoid per pairwise problem (empty without probability=True)."""
+        return self._probA
+
+    @deprecated("Attribute `probB_` was deprecated in version 1.9 and will be removed in 1.11 as the "
+                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
+    @property
+    def probB_(self):
+        """B of Platt's sigmoid per pairwise problem (empty without probability=True)."""
+        return self._probB
+
+    # ------------------------------------------------------------------ prediction
+    def _ovo_coef(self):
+        """The one-vs-one decision values as one kernel expansion: row k holds the coefficients of pair
+        (a, b) on the support vectors (LIBSVM's layout: class a's vectors weigh with row b - 1 of the
+        dual coefficients, class b's with row a)."""
+        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        pairs = _pairs(len(self.classes_))
+        W = np.zeros((len(pairs), starts[-1]))
+        for k, (a, b) in enumerate(pairs):
+            W[k, starts[a]:starts[a + 1]] = self._dual_coef[b - 1, starts[a]:starts[a + 1]]
+            W[k, starts[b]:starts[b + 1]] = self._dual_coef[a, starts[b]:starts[b + 1]]
+        return W
+
+    def _ovo_decision(self, X):
+        """LIBSVM's decision values of X (validated here), one column per pair (a, b), positive
+        meaning class a."""
+        n_classes = len(self.classes_)
+        n_pairs = n_classes * (n_classes - 1) // 2
+        if n_pairs * len(self.support_) <= _OVO_COEF_ENTRIES:
+            return self._decision_values(X, self._ovo_coef(), self._intercept)
+        # many classes: the pairs' coefficients as one matrix would be mostly zeros; pair by pair
+        X = self._validate_X(X)
+        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
+        dec = np.empty((X.shape[0], n_pairs))
+        for sl, K in self._kernel_chunks(X):
+            for k, (a, b) in enumerate(_pairs(n_classes)):
+                sa = slice(starts[a], starts[a + 1])
+                sb = slice(starts[b], starts[b + 1])
+                dec[sl, k] = (K[:, sa] @ self._dual_coef[b - 1, sa] + K[:, sb] @ self._dual_coef[a, sb]
+                              + self._intercept[k])
+        return dec
+
+    def decision_function(self, X):
+        """Decision values: shape (n,) for two classes (> 0 means classes_[1]); (n, n_classes) for
+        'ovr'; (n, n_classes (n_classes-1) / 2) for 'ovo'."""
+        check_is_fitted(self)
+        dec = self._ovo_decision(X)
+        if len(self.classes_) == 2:
+            return -dec[:, 0]
+        if self.decision_function_shape == "ovr":
+            return _ovr_from_ovo(dec, len(self.classes_))
+        return dec
+
+    def predict(self, X):
+        """Class labels: the sign for two classes, the one-vs-one vote otherwise (ties to the
+        first class, as LIBSVM), or the ovr argmax with break_ties=True."""
+        check_is_fitted(self)
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        dec = self._ovo_decision(X)
+        n_classes = len(self.classes_)
+        if n_classes == 2:
+            return self.classes_[(dec[:, 0] <= 0).astype(int)]
+        if self.break_ties and self.decision_function_shape == "ovr":
+            return self.classes_[np.argmax(_ovr_from_ovo(dec, n_classes), axis=1)]
+        return self.classes_[np.argmax(_ovo_votes(dec, n_classes), axis=1)]  # ties: first class
+
+
+class SVC(_BaseSVC):
     """C-Support Vector Classification on sparsekernel's SMO engine.
 
     A drop-in for :class:`sklearn.svm.SVC` (same parameters and fitted attributes where they make
@@ -390,232 +687,57 @@ class SVC(ClassifierMixin, _BaseSMO):
         self.n_jobs = n_jobs
         self.time_limit = time_limit
 
-    # ------------------------------------------------------------------ validation
-    def _check_params(self):
-        threads = self._check_common_params()
-        if self.decision_function_shape not in ("ovr", "ovo"):
-            raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
-        q = self.working_set_size
-        if q is not None and (not isinstance(q, numbers.Integral) or q < 4):
-            raise ValueError(f"working_set_size must be an integer >= 4 or None, got {q!r}")
-        if self.probability != "deprecated":
-            if not isinstance(self.probability, (bool, np.bool_)):
-                raise ValueError(f"probability must be a bool, got {self.probability!r}")
-            warnings.warn("The `probability` parameter was deprecated in 1.9 and will be removed in version 1.11. "
-                          "Use `CalibratedClassifierCV(SVC(), ensemble=False)` instead of `SVC(probability=True)` "
-                          "(or sparsekernel.KernelLogisticRegression for probabilities from one fit)", FutureWarning)
-        return threads
+    def _bounds(self, y_enc, sample_weight, n):
+        return per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, n)
 
-    # ------------------------------------------------------------------ fit
+    def _pair_problem(self, y, hi, idx):
+        """min 1/2 a'Qa - e'a,  y'a = 0,  0 <= a <= C_i."""
+        return DualProblem(y=y, p=np.full(len(y), -1.0), hi=hi, idx=idx)
+
+    def _pair_solution(self, r):
+        """(y_i a_i, rho) of a solved pair: decision sum_i y_i a_i K(x_i, x) - rho."""
+        return r.y * r.alpha, r.rho
+
+
+class _BaseSVR(RegressorMixin, _BaseSMO):
+    """What SVR and NuSVR share: the 2N-variable dual over (a+, a-) with y = (+1, -1), one kernel row
+    per sample, and the model f(x) = sum_i (a+_i - a-_i) K(x_i, x) - rho. A subclass names its dual
+    problem (``_svr_problem``)."""
+
+    _solvers = SVR_SOLVERS
+
+    def _check_params(self):
+        return self._check_common_params()
+
     @with_callbacks
     def fit(self, X, y, sample_weight=None, *, search_rows=None):
-        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y.
 
         ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
         if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
         threads = self._check_params()
-        X, y, inputs = self._validate_fit_input(X, y)
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
-        Ci = per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, X.shape[0])
-        if len(np.unique(y_enc[Ci > 0])) < 2:
-            raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
-                             "are sample_weight times class_weight)")
-
-        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
-        threads = warmth.fit_threads(threads)
-        pairs = _pairs(len(self.classes_))
-        problems = []
-        for a, b in pairs:
-            idx = np.flatnonzero((y_enc == a) | (y_enc == b))
-            problems.append(DualProblem(y=np.where(y_enc[idx] == a, 1.0, -1.0), p=np.full(len(idx), -1.0),
-                                        hi=np.ascontiguousarray(Ci[idx]), idx=idx))
-        monitor = self._monitor(len(problems), threads, X, y, warmth)
-        results = self._solve_problems(X, problems, threads, warmth, monitor)
-        monitor.close()
-        self._store_model(X, y_enc, pairs, results, inputs)
-        self._check_finite_model()
-        self._probA, self._probB = np.empty(0), np.empty(0)
-        if self.probability is True or self.probability is np.True_:
-            self._probA, self._probB = self._fit_platt(X, problems, threads)
+        X, y, inputs = self._validate_fit_input(X, y, y_numeric=True)
+        z = np.asarray(y, dtype=np.float64)
+        n = X.shape[0]
+        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
+        r = self._solve_one(X, z, sample_weight, search_rows, self._svr_problem(z, Ci), threads)
+        self._store_expansion(X, r.alpha[:n] - r.alpha[n:], r.rho, r, inputs)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_not_converged()
         return self
 
-    def _store_model(self, X, y_enc, pairs, results, inputs=None):
-        """Keep only the support vectors, in LIBSVM's layout (grouped by class)."""
-        n_classes = len(self.classes_)
-        n = X.shape[0]
-        coef_full = np.zeros((max(1, n_classes - 1), n))
-        is_sv = np.zeros(n, dtype=bool)
-        rho = np.empty(len(pairs))
-        for k, ((a, b), r) in enumerate(zip(pairs, results)):
-            idx, alpha, yp = r.idx, r.alpha, r.y
-            nz = alpha > 0
-            is_sv[idx[nz]] = True
-            # coefficients of class-a SVs go to row b-1, those of class-b SVs to row a (LIBSVM)
-            in_a = yp > 0
-            coef_full[b - 1, idx[in_a]] = (yp * alpha)[in_a]
-            coef_full[a, idx[~in_a]] = (yp * alpha)[~in_a]
-            rho[k] = r.rho
-        order = np.lexsort((np.arange(n), y_enc))
-        support = order[is_sv[order]]
-        self.support_ = support.astype(np.int32)
-        self.n_support_ = np.bincount(y_enc[support], minlength=n_classes).astype(np.int32)
-        self._dual_coef = coef_full[:, support]
-        self._intercept = -rho
-        self._set_support_vectors(X, support, inputs)
-        sign = -1.0 if n_classes == 2 else 1.0  # scikit-learn's binary convention: decision > 0 means classes_[1]
-        self.dual_coef_ = self._public_coef(sign * self._dual_coef)
-        self.intercept_ = sign * self._intercept
-        self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
-        self._store_diagnostics(results)
-
-    def _fit_platt(self, X, problems, threads):
-        """Platt scaling of every pairwise problem, as LIBSVM's svm_binary_svc_probability: decision
-        values of the pair's (positively weighted) samples from a 5-fold cross-validation, folds drawn
-        from random_state, then the sigmoid P(a | f) = 1 / (1 + exp(A f + B)) fitted to them by
-        scikit-learn's Platt code (calibration._sigmoid_calibration). Returns (A, B) per pair."""
-        from sklearn.calibration import _sigmoid_calibration
-
-        rng = check_random_state(self.random_state)
-        tasks, sub = [], []
-        dec = [np.zeros(len(pr.idx)) for pr in problems]
-        live = [np.flatnonzero(pr.hi > 0) for pr in problems]
-        for k, pr in enumerate(problems):
-            perm = live[k][rng.permutation(len(live[k]))]
-            for f in range(_PLATT_FOLDS):
-                test = perm[f * len(perm) // _PLATT_FOLDS:(f + 1) * len(perm) // _PLATT_FOLDS]
-                train = np.setdiff1d(live[k], test)
-                y_train = pr.y[train]
-                if np.all(y_train > 0) or np.all(y_train < 0):  # one class (or none) left: LIBSVM's +-1 / 0
-                    dec[k][test] = np.sign(y_train.sum()) if len(train) else 0.0
-                    continue
-                tasks.append((k, test))
-                sub.append(DualProblem(y=y_train, p=pr.p[train], hi=pr.hi[train], idx=pr.idx[train]))
-        for (k, test), r in zip(tasks, self._solve_problems(X, sub, threads)):
-            dec[k][test] = self._problem_decision(X, r, problems[k].idx[test])
-        AB = [_sigmoid_calibration(dec[k][live[k]], (pr.y[live[k]] > 0).astype(np.float64))
-              for k, pr in enumerate(problems)]
-        return np.array([a for a, _ in AB]), np.array([b for _, b in AB])
-
-    def _problem_decision(self, X, r, rows):
-        """sum_i y_i a_i K(x_i, x) - rho of one solved problem at the training points ``rows``."""
-        sv = r.alpha > 0
-        coef, sv_rows = (r.y * r.alpha)[sv], r.idx[sv]
-        if self._kernel_matrix_input():
-            return X[np.ix_(rows, sv_rows)] @ coef - r.rho
-        B = X[sv_rows]
-        return self._evaluator().decision(X[rows], B, core_matrix(B), coef[None, :], np.array([-r.rho]))[:, 0]
+    def predict(self, X):
+        """f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b."""
+        check_is_fitted(self)
+        return self._decision_values(X, self._dual_coef, self.intercept_)[:, 0]
 
     def _primal_coef(self):
-        """w of every one-vs-one problem (scikit-learn's sign for two classes)."""
-        W = self._ovo_coef()
-        coef = safe_sparse_dot(sp.csr_matrix(W) if self._sparse_fit else W, self.support_vectors_)
-        return -coef if len(self.classes_) == 2 else coef
-
-    # ------------------------------------------------------------------ probabilities (deprecated API)
-    def _check_proba(self):
-        if self.probability == "deprecated" or not self.probability:
-            raise AttributeError("predict_proba is not available when probability=False")
-        return True
-
-    @available_if(_check_proba)
-    def predict_proba(self, X):
-        """Class probabilities (columns in the order of ``classes_``) from the Platt sigmoids of the
-        pairwise decision values, coupled for more than two classes. Only with probability=True.
-        They come from a cross-validation, so their argmax can differ from ``predict``."""
-        check_is_fitted(self)
-        if self._probA.size == 0 or self._probB.size == 0:
-            raise NotFittedError("predict_proba is not available when fitted with probability=False")
-        dec = self._ovo_decision(X)
-        r = np.clip(1.0 / (1.0 + np.exp(dec * self._probA + self._probB)), _PLATT_MIN_PROB, 1.0 - _PLATT_MIN_PROB)
-        if len(self.classes_) == 2:
-            return np.column_stack([r[:, 0], 1.0 - r[:, 0]])
-        return _pairwise_coupling(r, len(self.classes_))
-
-    @available_if(_check_proba)
-    def predict_log_proba(self, X):
-        """log(predict_proba(X))."""
-        return np.log(self.predict_proba(X))
-
-    @deprecated("Attribute `probA_` was deprecated in version 1.9 and will be removed in 1.11 as the "
-                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
-    @property
-    def probA_(self):
-        """A of Platt's sigmoid per pairwise problem (empty without probability=True)."""
-        return self._probA
-
-    @deprecated("Attribute `probB_` was deprecated in version 1.9 and will be removed in 1.11 as the "
-                "`probability=True` option for SVC and NuSVC was deprecated and will be removed in 1.11.")
-    @property
-    def probB_(self):
-        """B of Platt's sigmoid per pairwise problem (empty without probability=True)."""
-        return self._probB
-
-    # ------------------------------------------------------------------ prediction
-    def _ovo_coef(self):
-        """The one-vs-one decision values as one kernel expansion: row k holds the coefficients of pair
-        (a, b) on the support vectors (LIBSVM's layout: class a's vectors weigh with row b - 1 of the
-        dual coefficients, class b's with row a)."""
-        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        pairs = _pairs(len(self.classes_))
-        W = np.zeros((len(pairs), starts[-1]))
-        for k, (a, b) in enumerate(pairs):
-            W[k, starts[a]:starts[a + 1]] = self._dual_coef[b - 1, starts[a]:starts[a + 1]]
-            W[k, starts[b]:starts[b + 1]] = self._dual_coef[a, starts[b]:starts[b + 1]]
-        return W
-
-    def _ovo_decision(self, X):
-        """LIBSVM's decision values of X (validated here), one column per pair (a, b), positive
-        meaning class a."""
-        n_classes = len(self.classes_)
-        n_pairs = n_classes * (n_classes - 1) // 2
-        if n_pairs * len(self.support_) <= _OVO_COEF_ENTRIES:
-            return self._decision_values(X, self._ovo_coef(), self._intercept)
-        # many classes: the pairs' coefficients as one matrix would be mostly zeros; pair by pair
-        X = self._validate_X(X)
-        starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        dec = np.empty((X.shape[0], n_pairs))
-        for sl, K in self._kernel_chunks(X):
-            for k, (a, b) in enumerate(_pairs(n_classes)):
-                sa = slice(starts[a], starts[a + 1])
-                sb = slice(starts[b], starts[b + 1])
-                dec[sl, k] = (K[:, sa] @ self._dual_coef[b - 1, sa] + K[:, sb] @ self._dual_coef[a, sb]
-                              + self._intercept[k])
-        return dec
-
-    def decision_function(self, X):
-        """Decision values: shape (n,) for two classes (> 0 means classes_[1]); (n, n_classes) for
-        'ovr'; (n, n_classes (n_classes-1) / 2) for 'ovo'."""
-        check_is_fitted(self)
-        dec = self._ovo_decision(X)
-        if len(self.classes_) == 2:
-            return -dec[:, 0]
-        if self.decision_function_shape == "ovr":
-            return _ovr_from_ovo(dec, len(self.classes_))
-        return dec
-
-    def predict(self, X):
-        """Class labels: the sign for two classes, the one-vs-one vote otherwise (ties to the
-        first class, as LIBSVM), or the ovr argmax with break_ties=True."""
-        check_is_fitted(self)
-        if self.break_ties and self.decision_function_shape == "ovo":
-            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
-        dec = self._ovo_decision(X)
-        n_classes = len(self.classes_)
-        if n_classes == 2:
-            return self.classes_[(dec[:, 0] <= 0).astype(int)]
-        if self.break_ties and self.decision_function_shape == "ovr":
-            return self.classes_[np.argmax(_ovr_from_ovo(dec, n_classes), axis=1)]
-        return self.classes_[np.argmax(_ovo_votes(dec, n_classes), axis=1)]  # ties: first class
+        return safe_sparse_dot(self.dual_coef_, self.support_vectors_)
 
 
-class SVR(RegressorMixin, _BaseSMO):
+class SVR(_BaseSVR):
     """Epsilon-Support Vector Regression on sparsekernel's SMO engine.
 
     A drop-in for :class:`sklearn.svm.SVR`. The dual (CSMO paper eqs. 1-2, Lin 2002) has two
@@ -658,8 +780,6 @@ class SVR(RegressorMixin, _BaseSMO):
     (True, True)
     """
 
-    _solvers = SVR_SOLVERS
-
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
                  shrinking=True, cache_size=200, verbose=False, max_iter=-1, solver="auto", warm_start=False,
                  n_jobs=None, time_limit=None):
@@ -679,48 +799,14 @@ class SVR(RegressorMixin, _BaseSMO):
         self.n_jobs = n_jobs
         self.time_limit = time_limit
 
-    @with_callbacks
-    def fit(self, X, y, sample_weight=None, *, search_rows=None):
-        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y.
-
-        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
-        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
-            return self
-        t0 = time.perf_counter()
+    def _check_params(self):
         threads = self._check_common_params()
         check_positive("epsilon", self.epsilon, allow_zero=True)
-        X, y, inputs = self._validate_fit_input(X, y, y_numeric=True)
-        z = np.asarray(y, dtype=np.float64)
-        n = X.shape[0]
-        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
+        return threads
+
+    def _svr_problem(self, z, Ci):
+        """The eps-SVR dual: linear term (eps - z, eps + z), box [0, C_i], a = 0 to start."""
+        n = len(z)
         eps = float(self.epsilon)
-        problem = DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z], hi=np.r_[Ci, Ci],
-                              kind="eps_svr")
-        warmth = _engine.fit_warmth(self, X, z, sample_weight, search_rows)
-        threads = warmth.fit_threads(threads)
-        monitor = self._monitor(1, threads, X, y, warmth)
-        (r,) = self._solve_problems(X, [problem], threads, warmth, monitor)
-        monitor.close()
-        coef = r.alpha[:n] - r.alpha[n:]
-        support = np.flatnonzero(coef != 0)
-        self.support_ = support.astype(np.int32)
-        self.n_support_ = np.array([len(support)], dtype=np.int32)
-        self._dual_coef = coef[support][None, :]
-        self._intercept = np.array([-r.rho])
-        self._check_finite_model()
-        self.dual_coef_ = self._public_coef(self._dual_coef)
-        self.intercept_ = self._intercept
-        self._set_support_vectors(X, support, inputs)
-        self.n_iter_ = int(r.n_iter)
-        self._store_diagnostics([r])
-        self.fit_time_ = time.perf_counter() - t0
-        self._warn_if_not_converged()
-        return self
-
-    def predict(self, X):
-        """f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b."""
-        check_is_fitted(self)
-        return self._decision_values(X, self._dual_coef, self.intercept_)[:, 0]
-
-    def _primal_coef(self):
-        return safe_sparse_dot(self.dual_coef_, self.support_vectors_)
+        return DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z], hi=np.r_[Ci, Ci],
+                           kind="eps_svr")
