@@ -9,9 +9,9 @@ from .metrics import expected_calibration_error
 from .model_selection import PathSearchCV, sklr_path, svm_path
 from .nssvm import NSSVC
 from .slmc import SLMC, SparseKFD
-from .svm import SVC, SVR
+from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
-__all__ = ["SVC", "SVR", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
+__all__ = ["SVC", "SVR", "NuSVC", "NuSVR", "OneClassSVM", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
            "SparseKernelLogisticRegression", "KernelLogisticRegressionCV", "SparseKernelLogisticRegressionCV",
            "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model", "InsufficientMemoryError"]
 __version__ = "0.1.0"

@@ -311,8 +311,9 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         if self.probability != "deprecated":
             if not isinstance(self.probability, (bool, np.bool_)):
                 raise ValueError(f"probability must be a bool, got {self.probability!r}")
+            name = type(self).__name__
             warnings.warn("The `probability` parameter was deprecated in 1.9 and will be removed in version 1.11. "
-                          "Use `CalibratedClassifierCV(SVC(), ensemble=False)` instead of `SVC(probability=True)` "
+                          f"Use `CalibratedClassifierCV({name}(), ensemble=False)` instead of `{name}(probability=True)` "
                           "(or sparsekernel.KernelLogisticRegression for probabilities from one fit)", FutureWarning)
         return threads
 
@@ -699,6 +700,109 @@ class SVC(_BaseSVC):
         return r.y * r.alpha, r.rho
 
 
+class NuSVC(_BaseSVC):
+    """Nu-Support Vector Classification on sparsekernel's SMO engine.
+
+    A drop-in for :class:`sklearn.svm.NuSVC`: nu bounds the fraction of margin errors from above and
+    the fraction of support vectors from below (Schölkopf et al. 2000). Each one-vs-one pair solves
+    (Chang & Lin 2001, LIBSVM's nu-SVC)
+
+        min_a 1/2 a'Qa   s.t.  y'a = 0,  e'a = nu sum_i w_i,  0 <= a_i <= w_i,   Q_ij = y_i y_j K(x_i, x_j)
+
+    (w_i the sample weights, ones by default) by SMO steps within the positive and within the
+    negative class, from LIBSVM's start; the model is the solution scaled by 1 / r (r the multiplier
+    of e'a), so that it has the margin of a C-SVC with C = 1 / r. Multiclass problems are split
+    one-vs-one as in :class:`sparsekernel.SVC`.
+
+    Parameters
+    ----------
+    nu : float, default=0.5
+        Upper bound on the fraction of margin errors and lower bound on the fraction of support
+        vectors, in (0, 1]. Infeasible (ValueError) when nu (n_a + n_b) / 2 > min(n_a, n_b) for some
+        pair of classes of (weighted) sizes n_a, n_b.
+    kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, verbose, max_iter,
+    decision_function_shape, break_ties, random_state, n_jobs, time_limit :
+        As :class:`sparsekernel.SVC`.
+    class_weight : dict or 'balanced', default=None
+        Kept as ``class_weight_`` and, as in scikit-learn (LIBSVM's nu-SVC has no per-class bound),
+        without effect on the fit; weigh samples with ``sample_weight``.
+    solver : {'auto', 'smo2', 'smo1'}, default='auto'
+        'smo2' (second-order working pairs), 'smo1' (maximal violating pairs); 'auto' is 'smo2'.
+
+    Attributes
+    ----------
+    classes_, class_weight_, support_, support_vectors_, n_support_, dual_coef_, intercept_, n_iter_,
+    fit_status_, shape_fit_, n_features_in_ : as in :class:`sklearn.svm.NuSVC`.
+    dual_objective_, kkt_gap_, n_kernel_evals_, converged_, fit_time_, solver_stats_, solver_ :
+        As :class:`sparsekernel.SVC` (the objective 1/2 a'Qa of each pair before the scaling by 1 / r).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.model_selection import train_test_split
+    >>> from sparsekernel import NuSVC
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> clf = NuSVC(nu=0.1).fit(X_train, y_train)
+    >>> print(f"{clf.score(X_test, y_test):.2f}")
+    0.97
+    >>> clf.dual_coef_.shape == (2, len(clf.support_))
+    True
+    """
+
+    _solvers = NU_SOLVERS
+    _warm_starts = False
+    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+
+    def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
+                 probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1,
+                 decision_function_shape="ovr", break_ties=False, random_state=None, solver="auto", n_jobs=None,
+                 time_limit=None):
+        self.nu = nu
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+        self.solver = solver
+        self.n_jobs = n_jobs
+        self.time_limit = time_limit
+
+    def _bounds(self, y_enc, sample_weight, n):
+        # the sample weights only: LIBSVM's solve_nu_svc ignores the per-class C (scikit-learn's class_weight)
+        return per_sample_bounds(1.0, self.classes_, y_enc, None, sample_weight, n)
+
+    def _check_pairs(self, Ci, y_enc, pairs):
+        """LIBSVM's feasibility check (svm_check_parameter): nu (n_a + n_b) / 2 <= min(n_a, n_b) for
+        the weighted class sizes of every pair."""
+        size = np.bincount(y_enc, weights=Ci, minlength=len(self.classes_))
+        for a, b in pairs:
+            if self.nu * (size[a] + size[b]) / 2 > min(size[a], size[b]):
+                raise ValueError("specified nu is infeasible")
+
+    def _pair_problem(self, y, hi, idx):
+        """min 1/2 a'Qa,  y'a = 0,  e'a = nu sum(hi),  0 <= a <= hi: a nu problem (the sums of a within
+        the two classes stay nu sum(hi) / 2 each, as LIBSVM's start puts them)."""
+        half = self.nu * hi.sum() / 2
+        start = np.empty(len(y))
+        for side in (y > 0, y < 0):
+            start[side] = _nu_start(hi[side], half)
+        return DualProblem(y=y, p=np.zeros(len(y)), hi=hi, idx=idx, start=start, nu=True)
+
+    def _pair_solution(self, r):
+        """(y_i a_i / r, rho / r): the solution scaled to the margin of C-SVC (Chang & Lin 2001, eq. 2.5)."""
+        return r.y * r.alpha / r.r, r.rho / r.r
+
+
 class _BaseSVR(RegressorMixin, _BaseSMO):
     """What SVR and NuSVR share: the 2N-variable dual over (a+, a-) with y = (+1, -1), one kernel row
     per sample, and the model f(x) = sum_i (a+_i - a-_i) K(x_i, x) - rho. A subclass names its dual
@@ -810,3 +914,176 @@ class SVR(_BaseSVR):
         eps = float(self.epsilon)
         return DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z], hi=np.r_[Ci, Ci],
                            kind="eps_svr")
+
+
+class NuSVR(_BaseSVR):
+    """Nu-Support Vector Regression on sparsekernel's SMO engine.
+
+    A drop-in for :class:`sklearn.svm.NuSVR`: nu in (0, 1] replaces eps-SVR's epsilon, the width of
+    the tube being found by the fit (Schölkopf et al. 2000). The dual (Chang & Lin 2002, LIBSVM's
+    nu-SVR) has eps-SVR's 2N variables a+, a- with y = (+1, -1) and one more equality:
+
+        min 1/2 a'Qa + sum_i -z_i a+_i + z_i a-_i   s.t.  sum_i a+_i - a-_i = 0,
+        sum_i a+_i + a-_i = C nu sum_i w_i,   0 <= a+_i, a-_i <= C_i = C w_i,
+
+    solved by SMO steps within the a+ and within the a- variables from LIBSVM's start; the model is
+    f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b (the tube's half width is -r, r the multiplier of the
+    second equality).
+
+    Parameters
+    ----------
+    nu : float, default=0.5
+        Upper bound on the fraction of training errors and lower bound on the fraction of support
+        vectors, in (0, 1].
+    C : float, default=1.0
+        Regularisation parameter (> 0).
+    kernel, degree, gamma, coef0, shrinking, tol, cache_size, verbose, max_iter, n_jobs, time_limit :
+        As :class:`sparsekernel.SVR`.
+    solver : {'auto', 'smo2', 'smo1'}, default='auto'
+        As :class:`sparsekernel.NuSVC`.
+
+    Attributes
+    ----------
+    support_, support_vectors_, dual_coef_, intercept_, n_support_, n_iter_, shape_fit_,
+    n_features_in_, fit_status_ : as in :class:`sklearn.svm.NuSVR`.
+    dual_objective_, kkt_gap_, n_kernel_evals_, converged_, fit_time_, solver_stats_ :
+        As :class:`sparsekernel.SVR`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sparsekernel import NuSVR
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = NuSVR(C=100, nu=0.5).fit(X[:300], y[:300])
+    >>> print(f"R^2 on held-out rows: {reg.score(X[300:], y[300:]):.1f}")
+    R^2 on held-out rows: 0.5
+    >>> bool(len(reg.support_) >= 0.5 * 300)  # nu bounds the fraction of support vectors from below
+    True
+    """
+
+    _solvers = NU_SOLVERS
+    _warm_starts = False
+    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+
+    def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True, tol=1e-3,
+                 cache_size=200, verbose=False, max_iter=-1, solver="auto", n_jobs=None, time_limit=None):
+        self.nu = nu
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.tol = tol
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.solver = solver
+        self.n_jobs = n_jobs
+        self.time_limit = time_limit
+
+    def _svr_problem(self, z, Ci):
+        """The nu-SVR dual: linear term (-z, z), box [0, C_i], LIBSVM's start a+_i = a-_i filled up to
+        C nu sum(w) / 2 (solve_nu_svr)."""
+        start = _nu_start(Ci, self.nu * Ci.sum() / 2)
+        n = len(z)
+        return DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[-z, z], hi=np.r_[Ci, Ci], kind="eps_svr",
+                           start=np.r_[start, start], nu=True)
+
+
+class OneClassSVM(OutlierMixin, _BaseSMO):
+    """Unsupervised outlier detection (one-class SVM) on sparsekernel's SMO engine.
+
+    A drop-in for :class:`sklearn.svm.OneClassSVM`. The dual (Schölkopf et al. 2001, LIBSVM's
+    one-class SVM) is
+
+        min_a 1/2 a'Ka   s.t.  e'a = nu sum_i w_i,  0 <= a_i <= w_i
+
+    (w_i the sample weights, ones by default), solved by SMO pairs from LIBSVM's start (the first
+    nu l variables at their bound); f(x) = sum_i a_i K(x_i, x) - rho is positive for inliers. nu
+    bounds the fraction of training outliers from above and that of support vectors from below.
+
+    Parameters
+    ----------
+    kernel, degree, gamma, coef0, tol, shrinking, cache_size, verbose, max_iter, n_jobs, time_limit :
+        As :class:`sparsekernel.SVC`.
+    nu : float, default=0.5
+        Upper bound on the fraction of training errors and lower bound on the fraction of support
+        vectors, in (0, 1].
+    solver : {'auto', 'smo2', 'smo1', 'batched', 'csmo'}, default='auto'
+        As :class:`sparsekernel.SVC`.
+
+    Attributes
+    ----------
+    support_, support_vectors_, dual_coef_, intercept_, offset_, n_support_, n_iter_, shape_fit_,
+    n_features_in_, fit_status_ : as in :class:`sklearn.svm.OneClassSVM` (``offset_ = rho``:
+    ``decision_function = score_samples - offset_``).
+    dual_objective_, kkt_gap_, n_kernel_evals_, converged_, fit_time_, solver_stats_, solver_ :
+        As :class:`sparsekernel.SVC` (arrays with one entry).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekernel import OneClassSVM
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> clf = OneClassSVM(nu=0.1, gamma=0.5).fit(X)
+    >>> clf.predict([[0.0, 0.0], [4.0, 4.0]])
+    array([ 1, -1])
+    >>> bool(np.mean(clf.predict(X) == -1) <= 0.1 + 0.01)  # at most about nu of the training set outside
+    True
+    """
+
+    _solvers = SOLVERS
+    _warm_starts = False
+    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+
+    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, nu=0.5, shrinking=True,
+                 cache_size=200, verbose=False, max_iter=-1, solver="auto", n_jobs=None, time_limit=None):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.tol = tol
+        self.nu = nu
+        self.shrinking = shrinking
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.solver = solver
+        self.n_jobs = n_jobs
+        self.time_limit = time_limit
+
+    @with_callbacks
+    def fit(self, X, y=None, sample_weight=None, *, search_rows=None):
+        """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed'); y is ignored.
+
+        ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        t0 = time.perf_counter()
+        threads = self._check_common_params()
+        X, _, inputs = self._validate_fit_input(X, np.ones(_num_samples(X)))
+        n = X.shape[0]
+        w = per_sample_bounds(1.0, np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
+        problem = DualProblem(y=np.ones(n), p=np.zeros(n), hi=w, start=_nu_start(w, self.nu * w.sum()))
+        r = self._solve_one(X, np.ones(n), sample_weight, search_rows, problem, threads)
+        self._store_expansion(X, r.alpha, r.rho, r, inputs)
+        self.offset_ = -self.intercept_
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_not_converged()
+        return self
+
+    def decision_function(self, X):
+        """f(x) = sum_i a_i K(x_i, x) - rho: positive for inliers, negative for outliers."""
+        check_is_fitted(self)
+        return self._decision_values(X, self._dual_coef, self._intercept)[:, 0]
+
+    def score_samples(self, X):
+        """The unshifted score sum_i a_i K(x_i, x) = decision_function(X) + offset_."""
+        return self.decision_function(X) + self.offset_
+
+    def predict(self, X):
+        """+1 for inliers (f(x) > 0), -1 for outliers."""
+        return np.where(self.decision_function(X) > 0, 1, -1).astype(np.intp)
+
+    def _primal_coef(self):
+        return safe_sparse_dot(self.dual_coef_, self.support_vectors_)
