@@ -345,11 +345,11 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         self.class_weight_ = self._class_weights(y_enc)
         Ci = self._bounds(y_enc, sample_weight, X.shape[0])
+        pairs = _pairs(len(self.classes_))
+        self._check_pairs(Ci, y_enc, pairs)  # (LIBSVM checks nu before it removes the samples of weight <= 0)
         if len(np.unique(y_enc[Ci > 0])) < 2:
             raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
                              "are sample_weight times class_weight)")
-        pairs = _pairs(len(self.classes_))
-        self._check_pairs(Ci, y_enc, pairs)
 
         warmth = self._fit_warmth(X, y, sample_weight, search_rows)
         threads = warmth.fit_threads(threads)
