@@ -15,14 +15,17 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 import sparsekernel
-from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, SparseKFD,
-                          load_model, save_model)
+from sparsekernel import (NSSVC, SLMC, SVC, SVR, KernelLogisticRegression, NuSVC, NuSVR, OneClassSVM,
+                          SparseKernelLogisticRegression, SparseKFD, load_model, save_model)
 from sparsekernel.io import FORMAT_VERSION, ModelVersionWarning, read_header
 
 CLASSIFIERS = {
     "svc": lambda: SVC(C=2.0),
     "svc_poly_ovo": lambda: SVC(kernel="poly", degree=2, gamma=0.3, coef0=1.0, decision_function_shape="ovo"),
     "svc_proba": lambda: SVC(probability=True, random_state=0),
+    "nusvc": lambda: NuSVC(nu=0.3),
+    "nusvc_proba_ovo": lambda: NuSVC(nu=0.4, kernel="poly", degree=2, probability=True, random_state=0,
+                                     decision_function_shape="ovo"),
     "klr": lambda: KernelLogisticRegression(C=3.0, gamma="auto"),
     "sklr": lambda: SparseKernelLogisticRegression(lam=0.2),
     "nssvc": lambda: NSSVC(random_state=0),
@@ -30,7 +33,7 @@ CLASSIFIERS = {
     "slmc": lambda: SLMC(n_expansion=4, max_iter=5, random_state=0),
     "skfd": lambda: SparseKFD(n_expansion=4, max_iter=5, kernel="laplacian", random_state=0),
 }
-METHODS = ("predict", "decision_function", "predict_proba")
+METHODS = ("predict", "decision_function", "predict_proba", "score_samples")
 
 
 def _data(n_classes, sparse, seed=0):
@@ -77,14 +80,32 @@ def test_round_trip_classifiers(tmp_path, name, n_classes, sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
-def test_round_trip_svr(tmp_path, sparse):
+@pytest.mark.parametrize("factory", [lambda: SVR(C=10.0, epsilon=0.05), lambda: NuSVR(C=10.0, nu=0.3)],
+                         ids=["svr", "nusvr"])
+def test_round_trip_svr(tmp_path, factory, sparse):
     X, y = make_regression(80, n_features=5, noise=0.5, random_state=0)
     X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if sparse else X
-    model = SVR(C=10.0, epsilon=0.05).fit(X, y)
+    model = factory().fit(X, y)
     save_model(model, tmp_path / "svr.skm")
     loaded = load_model(tmp_path / "svr.skm")
+    assert type(loaded) is type(model) and loaded.get_params() == model.get_params()
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     assert sp.issparse(loaded.dual_coef_) == sparse
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_round_trip_one_class_svm(tmp_path, kernel, sparse):
+    """OneClassSVM: predict (+1 / -1), decision_function and score_samples bit for bit, offset_ kept."""
+    X, _ = _data(2, sparse)
+    model = OneClassSVM(nu=0.2, kernel=kernel).fit(X)
+    save_model(model, tmp_path / "ocsvm.skm")
+    loaded = load_model(tmp_path / "ocsvm.skm")
+    _assert_same_predictions(model, loaded, X)
+    _assert_same_predictions(model, loaded, X.toarray() if sparse else sp.csr_matrix(X))
+    assert loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.offset_, model.offset_)
+    assert set(np.unique(loaded.predict(X))) == {-1, 1} and sp.issparse(loaded.dual_coef_) == sparse
 
 
 def test_sparse_attributes_keep_their_type_and_index_dtype(tmp_path):
@@ -187,14 +208,17 @@ def test_unfitted_model(tmp_path):
 
 # ---------------------------------------------------------------------- pipelines
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
-@pytest.mark.parametrize("name", ["svc_proba", "sklr", "nssvc_rbf", "svr"])
+@pytest.mark.parametrize("name", ["svc_proba", "sklr", "nssvc_rbf", "svr", "nusvc", "nusvr", "ocsvm"])
 def test_round_trip_pipeline(tmp_path, name, sparse):
     """StandardScaler (with_mean=False for sparse input) then an estimator: loaded as the same
     Pipeline (step names, scaler state), predicting bit for bit; the file is format version 2."""
-    if name == "svr":
+    if name in ("svr", "nusvr"):
         X, y = make_regression(80, n_features=5, noise=0.5, random_state=0)
         X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if sparse else X
-        final = SVR(C=10.0)
+        final = SVR(C=10.0) if name == "svr" else NuSVR(C=10.0, nu=0.3)
+    elif name == "ocsvm":
+        X, y = _data(2, sparse)
+        final = OneClassSVM(nu=0.2)
     else:
         X, y = _data(3, sparse)
         final = CLASSIFIERS[name]()
@@ -213,7 +237,7 @@ def test_round_trip_pipeline(tmp_path, name, sparse):
         if hasattr(model, method):
             np.testing.assert_array_equal(getattr(loaded, method)(X), getattr(model, method)(X), err_msg=method)
     assert loaded.n_features_in_ == model.n_features_in_
-    if name != "svr":
+    if name not in ("svr", "nusvr", "ocsvm"):
         np.testing.assert_array_equal(loaded.classes_, model.classes_)
 
 

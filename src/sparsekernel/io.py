@@ -39,13 +39,13 @@ from sklearn.utils.validation import check_is_fitted
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
 from .nssvm import NSSVC
 from .slmc import SLMC, SparseKFD
-from .svm import SVC, SVR
+from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 __all__ = ["save_model", "load_model", "read_header", "ModelVersionWarning", "FORMAT_VERSION", "SUPPORTED_ESTIMATORS"]
 
 FORMAT_NAME = "sparsekernel-model"
 FORMAT_VERSION = 2  # the newest format this version reads; 2 added Pipelines (bare estimators are written as 1)
-SUPPORTED_ESTIMATORS = {cls.__name__: cls for cls in (SVC, SVR, KernelLogisticRegression,
+SUPPORTED_ESTIMATORS = {cls.__name__: cls for cls in (SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression,
                                                        SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD)}
 
 _HEADER_KEY = "__header__"
@@ -136,8 +136,8 @@ def save_model(model, path):
     Parameters
     ----------
     model : estimator or Pipeline
-        A fitted SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC
-        or SparseKFD with a named kernel (not 'precomputed', not a callable); or a fitted
+        A fitted SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression,
+        SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD with a named kernel (not 'precomputed', not a callable); or a fitted
         Pipeline of StandardScaler steps and one of those (e.g. ``make_pipeline(StandardScaler(),
         SVC())``), saved in format version 2 and loaded back as a Pipeline.
     path : str or path-like
@@ -346,8 +346,8 @@ def load_model(path):
     -------
     model : estimator or Pipeline
         The fitted estimator (a Pipeline when a Pipeline was saved); ``predict``,
-        ``decision_function`` and ``predict_proba`` give the same results, bit for bit, as the
-        saved one's.
+        ``decision_function``, ``predict_proba`` and ``score_samples`` give the same results, bit
+        for bit, as the saved one's.
 
     Raises
     ------
