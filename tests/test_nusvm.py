@@ -296,3 +296,14 @@ def test_nusvc_probability_as_svc():
     # the folds are drawn differently from LIBSVM's: the probabilities agree roughly
     assert np.mean(np.argmax(P, axis=1) == np.argmax(ref.predict_proba(X_te), axis=1)) >= 0.9
     assert not hasattr(NuSVC(nu=0.3).fit(X_tr, y_tr), "predict_proba")
+
+
+@pytest.mark.parametrize("solver", ["smo1", "smo2", "batched", "csmo"])
+def test_oneclass_routes(solver):
+    """The one-class dual is a plain engine problem (y = 1: y'a = e'a): every route solves it."""
+    X, _ = dataset("digits")
+    ours, ref = OneClassSVM(nu=0.3, solver=solver).fit(X), sksvm.OneClassSVM(nu=0.3).fit(X)
+    assert ours.solver_ == solver
+    _close_counts(ours.n_support_, ref.n_support_)
+    np.testing.assert_allclose(to_dense(ours.dual_coef_).sum(), 0.3 * len(X), rtol=1e-12)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=2 * TOL)
