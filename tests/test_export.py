@@ -20,6 +20,9 @@ from sparsekernel import (
     SVC,
     SVR,
     KernelLogisticRegression,
+    NuSVC,
+    NuSVR,
+    OneClassSVM,
     SparseKernelLogisticRegression,
     SparseKFD,
 )
@@ -82,6 +85,7 @@ def _two_columns(dec):
 # models and what the ONNX "probabilities" output must equal
 CLASSIFIERS = {
     "svc": (lambda kw: SVC(C=2.0, **kw), "decision_function"),
+    "nusvc": (lambda kw: NuSVC(nu=0.3, **kw), "decision_function"),
     "klr": (lambda kw: KernelLogisticRegression(C=2.0, **kw), "predict_proba"),
     "sklr": (lambda kw: SparseKernelLogisticRegression(C=2.0, lam=0.3, **kw), "predict_proba"),
     "nssvc": (lambda kw: NSSVC(s=30, random_state=0, **kw), "decision_function"),
@@ -109,14 +113,76 @@ def test_classifier_float64_equals_library(name, kernel, n_classes):
     assert len(np.unique(want_labels)) == n_classes  # a model that predicts every class
 
 
+REGRESSORS = {"svr": lambda kw: SVR(C=10.0, epsilon=1.0, **kw), "nusvr": lambda kw: NuSVR(C=10.0, nu=0.3, **kw)}
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_svr_float64_equals_library(kernel):
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_svr_float64_equals_library(name, kernel):
     X, y = make_regression(n_samples=80, n_features=3, noise=5.0, random_state=0)
     X = StandardScaler().fit_transform(X)
-    model = SVR(C=10.0, epsilon=1.0, kernel=kernel, **KERNEL_PARAMS[kernel]).fit(X, y)
+    model = REGRESSORS[name]({"kernel": kernel, **KERNEL_PARAMS[kernel]}).fit(X, y)
     (out,) = _run(to_onnx(model, 3), X)
     assert out.shape == (len(X), 1)
     _assert_close64(out[:, 0], model.predict(X), TOL.get(kernel, (1e-9, 1e-12)))
+
+
+def _assert_one_class_outputs(label, scores, model, Xt, tol=(1e-9, 1e-12)):
+    """skl2onnx's outputs of an outlier detector: label (n, 1) int64 = predict (+1 / -1), scores
+    (n, 1) = decision_function (float64, to rounding)."""
+    assert label.shape == scores.shape == (len(Xt), 1) and label.dtype == np.int64
+    np.testing.assert_array_equal(label[:, 0], model.predict(Xt))
+    _assert_close64(scores[:, 0], model.decision_function(Xt), tol)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_one_class_svm_float64_equals_library(kernel):
+    X, _, Xt = _data(2)
+    model = OneClassSVM(nu=0.2, kernel=kernel, **KERNEL_PARAMS[kernel]).fit(X)
+    label, scores = _run(to_onnx(model, X), Xt)
+    _assert_one_class_outputs(label, scores, model, Xt, TOL.get(kernel, (1e-9, 1e-12)))
+    assert set(np.unique(label)) == {-1, 1}  # inliers and outliers among the test points
+
+
+def test_one_class_svm_zero_score_is_an_outlier():
+    """A score of exactly 0 is labelled -1, as by predict (skl2onnx's Sign would give 0): with
+    nu = 1 both points are at their bound, a = (1, 1), so sum_i a_i x_i x = 0 for every x; the
+    model's rho set to 0 makes f = 0 everywhere."""
+    model = OneClassSVM(kernel="linear", nu=1.0).fit(np.array([[-1.0], [1.0]]))
+    np.testing.assert_array_equal(model.dual_coef_, [[1.0, 1.0]])
+    model._intercept = model.intercept_ = np.zeros(1)
+    model.offset_ = np.zeros(1)
+    Xt = np.array([[0.0], [3.0]])
+    np.testing.assert_array_equal(model.decision_function(Xt), 0.0)
+    label, scores = _run(to_onnx(model, 1), Xt)
+    _assert_one_class_outputs(label, scores, model, Xt)
+    np.testing.assert_array_equal(label[:, 0], [-1, -1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bare", [False, True], ids=["pipeline", "bare"])
+def test_one_class_svm_plain_skl2onnx(bare, dtype):
+    """skl2onnx.to_onnx with no options (skl2onnx's outlier parser): label and scores as for
+    scikit-learn's OneClassSVM, alone or after a StandardScaler, in float64 (to rounding) and
+    float32 (to ~1e-5)."""
+    from skl2onnx import to_onnx as skl_to_onnx
+
+    X, _, Xt = _scaled(2)
+    pipe = make_pipeline(StandardScaler(), OneClassSVM(nu=0.2, gamma=0.3))
+    if bare:  # the model alone, on standardised data
+        scaler = StandardScaler().fit(X)
+        X, Xt, pipe = scaler.transform(X), scaler.transform(Xt), pipe[-1]
+    pipe.fit(X)
+    onx = skl_to_onnx(pipe, X[:1].astype(dtype))
+    assert [o.name for o in onx.graph.output] == ["label", "scores"]
+    label, scores = _skl2onnx_session(onx).run(None, {"X": np.ascontiguousarray(Xt, dtype=dtype)})
+    if dtype == np.float64:
+        _assert_one_class_outputs(label, scores, pipe, Xt)
+    else:
+        assert scores.dtype == np.float32 and label.shape == (len(Xt), 1)
+        want = pipe.decision_function(Xt)
+        np.testing.assert_allclose(scores[:, 0], want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+        assert np.mean(label[:, 0] == pipe.predict(Xt)) >= 0.97
 
 
 def test_laplacian_graph_is_exact():
@@ -210,7 +276,7 @@ def test_string_and_float_labels():
     np.testing.assert_array_equal(label, model.predict(Xt))
 
 
-@pytest.mark.parametrize("name", ["svc", "klr", "nssvc", "slmc"])
+@pytest.mark.parametrize("name", ["svc", "nusvc", "klr", "nssvc", "slmc"])
 def test_float32_is_close(name):
     make, scores_of = CLASSIFIERS[name]
     X, y, Xt = _data(3)
@@ -237,6 +303,8 @@ def _scaled(n_classes):
 
 PIPELINE_CLASSIFIERS = {**CLASSIFIERS,
                         "svc_proba": (lambda kw: SVC(C=2.0, probability=True, random_state=0, **kw), "predict_proba"),
+                        "nusvc_proba": (lambda kw: NuSVC(nu=0.3, probability=True, random_state=0, **kw),
+                                        "predict_proba"),
                         "reduced_svm": (lambda kw: ReducedSVM(n_expansion=6, random_state=0, **kw), "decision_function")}
 
 
@@ -251,7 +319,7 @@ def test_plain_skl2onnx_to_onnx_float64(name, kernel, n_classes, bare):
     from skl2onnx import to_onnx as skl_to_onnx
 
     make, scores_of = PIPELINE_CLASSIFIERS[name]
-    if name == "svc_proba" and n_classes > 2:
+    if name in ("svc_proba", "nusvc_proba") and n_classes > 2:
         pytest.skip("multiclass SVC(probability=True) is not exported (test_svc_multiclass_probability_...)")
     X, y, Xt = _scaled(n_classes)
     model = make({"kernel": kernel, **KERNEL_PARAMS[kernel]})
@@ -270,12 +338,13 @@ def test_plain_skl2onnx_to_onnx_float64(name, kernel, n_classes, bare):
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
-def test_plain_skl2onnx_to_onnx_svr_pipeline(kernel):
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_plain_skl2onnx_to_onnx_svr_pipeline(name, kernel):
     from skl2onnx import to_onnx as skl_to_onnx
 
     X, y = make_regression(n_samples=80, n_features=3, noise=5.0, random_state=0)
     X = X * 10.0 + 3.0
-    pipe = make_pipeline(StandardScaler(), SVR(C=10.0, epsilon=1.0, kernel=kernel, **KERNEL_PARAMS[kernel])).fit(X, y)
+    pipe = make_pipeline(StandardScaler(), REGRESSORS[name]({"kernel": kernel, **KERNEL_PARAMS[kernel]})).fit(X, y)
     (out,) = _skl2onnx_session(skl_to_onnx(pipe, X[:1].astype(np.float64))).run(None, {"X": X})
     assert out.shape == (len(X), 1)
     _assert_close64(out[:, 0], pipe.predict(X))
@@ -407,6 +476,9 @@ SKOPS_MODELS = {
     "svc": lambda: SVC(gamma=0.3),
     "svc_csr": lambda: SVC(kernel="poly", gamma=0.3, coef0=1.0),
     "svr": lambda: SVR(),
+    "nusvc": lambda: NuSVC(nu=0.3, gamma=0.3),
+    "nusvr": lambda: NuSVR(),
+    "ocsvm": lambda: OneClassSVM(nu=0.2, gamma=0.3),
     "klr": lambda: KernelLogisticRegression(gamma=0.3),
     "sklr": lambda: SparseKernelLogisticRegression(lam=0.3, gamma=0.3),
     "nssvc": lambda: NSSVC(s=30, random_state=0),
@@ -419,7 +491,7 @@ SKOPS_MODELS = {
 @pytest.mark.parametrize("name", list(SKOPS_MODELS))
 def test_skops_round_trip(name, tmp_path):
     X, y, Xt = _data(3)
-    if name == "svr":
+    if name in ("svr", "nusvr"):
         y = X[:, 0] + 0.1 * y
     if name == "svc_csr":
         X = sp.csr_matrix(X)
@@ -433,7 +505,7 @@ def test_skops_round_trip(name, tmp_path):
     if hasattr(model, "_sv_core"):  # the C++ view was dropped on save and rebuilt by __setstate__
         assert loaded._sv_core is not None and loaded._sv_core is not model._sv_core
     np.testing.assert_array_equal(loaded.predict(Xt), model.predict(Xt))
-    method = "predict" if name == "svr" else "decision_function"
+    method = "predict" if name in ("svr", "nusvr") else "decision_function"
     np.testing.assert_array_equal(getattr(loaded, method)(Xt), getattr(model, method)(Xt))
     with pytest.raises(Exception, match="[Uu]ntrusted"):
         skops_io.load(path)  # nothing of the library is trusted by default

@@ -3,7 +3,7 @@
 Everything here needs the ``export`` extra (``pip install "sparsekernel[export]"``: skl2onnx,
 onnxruntime, skops); the rest of the library imports without it.
 
-- :func:`to_onnx` converts a fitted SVC, SVR, KernelLogisticRegression,
+- :func:`to_onnx` converts a fitted SVC, NuSVC, SVR, NuSVR, OneClassSVM, KernelLogisticRegression,
   SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD (also the reduced-set baselines of
   :mod:`sparsekernel.slmc`) to an ONNX graph of plain ONNX operators, in float64 by default, whose
   onnxruntime outputs equal the library's predictions.

@@ -6,9 +6,11 @@ probabilities. The converters rebuild exactly that with plain ONNX operators: on
 builder (:func:`_kernel_block`, the formulas of ``sparsekernel._base.KernelEvaluator``) shared by
 one converter per estimator family:
 
-- SVC: LIBSVM's one-vs-one decision values, the vote (ties to the first class), scikit-learn's
-  'ovr' scores or the raw 'ovo' values, ``break_ties``, Platt probabilities for two classes;
-- SVR: the regression value;
+- SVC, NuSVC: LIBSVM's one-vs-one decision values, the vote (ties to the first class),
+  scikit-learn's 'ovr' scores or the raw 'ovo' values, ``break_ties``, Platt probabilities for two
+  classes (a NuSVC is stored as the C-SVC its solution scales to, so it converts as one);
+- SVR, NuSVR: the regression value;
+- OneClassSVM: the decision value and the +1 / -1 label;
 - KernelLogisticRegression, SparseKernelLogisticRegression: P = 1 / (1 + exp(-f / T)) (T = S-KLR's
   ``temperature_``, 1 for KLR), normalised one-vs-rest probabilities for more classes, the label
   their argmax;
@@ -22,7 +24,11 @@ integral float classes, string for string classes, double for other float classe
 ``probabilities``: ``predict_proba`` when the model has it (KLR, SVC with probability=True and two
 classes) unless ``raw_scores=True``, otherwise the scores, one column per class (two classes:
 ``[-f, f]`` with ``f = decision_function``; SVC with ``decision_function_shape='ovo'`` and more
-than two classes: one column per pair). A regressor has ``variable`` of shape (n, 1).
+than two classes: one column per pair). A regressor has ``variable`` of shape (n, 1). An outlier
+detector (OneClassSVM) has, as skl2onnx's converter of scikit-learn's OneClassSVM, ``label``
+(int64 of shape (n, 1): +1 for inliers, -1 for outliers, ``predict``) and ``scores`` (shape
+(n, 1): ``decision_function``); unlike skl2onnx's (the Sign of the score, 0 on the boundary) the
+label of a score of exactly 0 is -1, as ``predict``'s.
 
 Registration (:func:`register_converters`, run when :mod:`sparsekernel.export` is imported) also
 gives skl2onnx the classifiers' parser :func:`parse_classifier`, so that plain
@@ -59,7 +65,7 @@ from sklearn.utils.validation import check_is_fitted  # noqa: E402
 from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression  # noqa: E402
 from ..nssvm import NSSVC  # noqa: E402
 from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD  # noqa: E402
-from ..svm import SVC, SVR, _pairs  # noqa: E402
+from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM, _BaseSVC, _BaseSVR, _pairs  # noqa: E402
 
 # the operators used are all in opset 13 with the semantics relied on (ReduceSum's axes as an input)
 MIN_OPSET = 13
@@ -95,7 +101,8 @@ def _check_kernel(model):
 
 
 def model_expansion(model):
-    """The :class:`Expansion` of a fitted SVC, SVR, (S)KLR, NSSVC or expansion classifier (SLMC, ...).
+    """The :class:`Expansion` of a fitted SVC, NuSVC, SVR, NuSVR, OneClassSVM, (S)KLR, NSSVC or
+    expansion classifier (SLMC, ...).
 
     Raises
     ------
@@ -107,9 +114,9 @@ def model_expansion(model):
     check_is_fitted(model)
     _check_kernel(model)
     params = (model.kernel, getattr(model, "_gamma", 0.0), model.coef0, model.degree)
-    if isinstance(model, SVC):  # LIBSVM's pairs, positive meaning the pair's first class
+    if isinstance(model, _BaseSVC):  # LIBSVM's pairs, positive meaning the pair's first class
         return Expansion(*params, model.support_vectors_, model._ovo_coef(), model._intercept)
-    if isinstance(model, SVR):
+    if isinstance(model, (_BaseSVR, OneClassSVM)):  # one problem: f = sum_i coef_i K(x_i, x) - rho
         return Expansion(*params, model.support_vectors_, model._dual_coef, model._intercept)
     if isinstance(model, NSSVC) and model.kernel == "linear":  # predicts with w = Q alpha (72)
         return Expansion("linear", 0.0, 0.0, 0, model.coef_, None, model.intercept_)
@@ -241,7 +248,7 @@ def _pair_matrices(n_classes):
 
 
 def convert_svc(scope, operator, container):
-    """SVC: decision values of LIBSVM's pairs, then the vote (svm.SVC.predict), the scores
+    """SVC and NuSVC: decision values of LIBSVM's pairs, then the vote (svm.SVC.predict), the scores
     (svm.SVC.decision_function) and Platt's probabilities (two classes)."""
     model = operator.raw_operator
     g = _Graph(scope, operator, container)
@@ -271,7 +278,8 @@ def convert_svc(scope, operator, container):
     _emit_label(g, operator, index)
     if _svc_has_proba(model) and not _raw_scores(g, operator):
         if n_classes != 2:
-            raise ValueError("ONNX export of SVC(probability=True) with more than two classes is not supported "
+            raise ValueError(f"ONNX export of {type(model).__name__}(probability=True) with more than two classes "
+                             "is not supported "
                              "(pairwise coupling solves a linear system per sample); pass raw_scores=True to "
                              "export the decision scores")
         z = g.op("Add", g.op("Mul", dec, g.const(model._probA)), g.const(model._probB))
@@ -282,10 +290,21 @@ def convert_svc(scope, operator, container):
 
 
 def convert_svr(scope, operator, container):
-    """SVR: f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b, shape (n, 1)."""
+    """SVR and NuSVR: f(x) = sum_i (a+_i - a-_i) K(x_i, x) + b, shape (n, 1)."""
     g = _Graph(scope, operator, container)
     dec = _decision(g, operator.inputs[0].full_name, model_expansion(operator.raw_operator))
     g.op("Identity", dec, out=operator.outputs[0].full_name)
+
+
+def convert_one_class_svm(scope, operator, container):
+    """OneClassSVM: label +1 where f(x) = sum_i a_i K(x_i, x) - rho > 0, else -1 (``predict``), and
+    the scores f(x) (``decision_function``), both of shape (n, 1)."""
+    g = _Graph(scope, operator, container)
+    dec = _decision(g, operator.inputs[0].full_name, model_expansion(operator.raw_operator))
+    inlier = g.op("Cast", g.op("Greater", dec, g.const(0.0)), to=TensorProto.INT64)  # 1 / 0
+    g.op("Sub", g.op("Mul", inlier, g.const(2, dtype=np.int64)), g.const(1, dtype=np.int64),
+         out=operator.outputs[0].full_name)
+    g.op("Identity", dec, out=operator.outputs[1].full_name)
 
 
 def convert_klr(scope, operator, container):
@@ -330,8 +349,8 @@ def _svc_has_proba(model):
 
 
 def _pairwise_scores(model):
-    """True for an SVC whose scores are one column per pair of classes ('ovo', more than two)."""
-    return isinstance(model, SVC) and len(model.classes_) > 2 and model.decision_function_shape == "ovo"
+    """True for an (Nu)SVC whose scores are one column per pair of classes ('ovo', more than two)."""
+    return isinstance(model, _BaseSVC) and len(model.classes_) > 2 and model.decision_function_shape == "ovo"
 
 
 def _n_score_columns(model):
@@ -378,6 +397,14 @@ def shape_regressor(operator):
     operator.outputs[0].type = _float_type(operator)(shape=[operator.inputs[0].get_first_dimension(), 1])
 
 
+def shape_outlier_detector(operator):
+    """label (n, 1) int64 and scores (n, 1) in the input's float type (skl2onnx's OneClassSVM)."""
+    _check_io(operator, 2)
+    n = operator.inputs[0].get_first_dimension()
+    operator.outputs[0].type = Int64TensorType(shape=[n, 1])
+    operator.outputs[1].type = _float_type(operator)(shape=[n, 1])
+
+
 def _zipmap_choice(model, zipmap, input_type):
     """The ZipMap option a classifier's conversion uses, from the option's value (skl2onnx's
     default True, False or 'columns'): True means a ZipMap where ONNX can run one, a float32
@@ -415,7 +442,10 @@ _CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True]
                        "raw_scores": [False, True]}
 _REGISTRY = [
     (SVC, shape_classifier, convert_svc),
+    (NuSVC, shape_classifier, convert_svc),
     (SVR, shape_regressor, convert_svr),
+    (NuSVR, shape_regressor, convert_svr),
+    (OneClassSVM, shape_outlier_detector, convert_one_class_svm),
     (KernelLogisticRegression, shape_classifier, convert_klr),
     (SparseKernelLogisticRegression, shape_classifier, convert_klr),
     *[(cls, shape_classifier, convert_expansion_classifier) for cls in _EXPANSION_CLASSIFIERS],
@@ -426,7 +456,8 @@ _registered = False
 def register_converters():
     """Register a shape calculator and a converter for every sparsekernel estimator with skl2onnx
     (``skl2onnx.update_registered_converter``, aliases ``Sparsekernel<Class>``), and for the
-    classifiers the parser :func:`parse_classifier`, so that ``skl2onnx.to_onnx`` /
+    classifiers the parser :func:`parse_classifier` (regressors and the outlier detector take
+    skl2onnx's default parser: ``variable``; ``label`` and ``scores`` for an ``OutlierMixin``), so that ``skl2onnx.to_onnx`` /
     ``convert_sklearn`` convert them, alone or inside a pipeline, in float64 or float32, with no
     options. Idempotent; done when :mod:`sparsekernel.export` is imported."""
     global _registered
@@ -445,8 +476,8 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
 
     Parameters
     ----------
-    model : SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC,
-        SparseKFD, ReducedSetClassifier or ReducedSVM
+    model : SVC, NuSVC, SVR, NuSVR, OneClassSVM, KernelLogisticRegression,
+        SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD, ReducedSetClassifier or ReducedSVM
         Fitted, with a kernel in ('linear', 'poly', 'rbf', 'sigmoid', 'laplacian').
     X : array-like of shape (n_samples, n_features) or int
         A sample of the input (only its number of columns is used) or the number of features.
@@ -455,7 +486,7 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
         reproduces the library's predictions to rounding (about 1e-15 relative); float32 is
         smaller and faster, to about 1e-6.
     raw_scores : bool, default=False
-        Classifiers with probabilities (KLR, SVC with probability=True): output the decision
+        Classifiers with probabilities (KLR, SVC or NuSVC with probability=True): output the decision
         scores instead of ``predict_proba``.
     target_opset : int or None, default=None
         ONNX opset (>= 13); None lets skl2onnx choose its latest tested one.
@@ -464,7 +495,9 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
     -------
     onnx.ModelProto
         Input ``X`` (n, n_features). Classifiers: outputs ``label`` (n,) and ``probabilities``
-        (n, n_classes) (see the module's docstring for the scores); SVR: ``variable`` (n, 1).
+        (n, n_classes) (see the module's docstring for the scores); SVR, NuSVR: ``variable``
+        (n, 1); OneClassSVM: ``label`` (n, 1) int64 +1 / -1 and ``scores`` (n, 1), the
+        decision function.
 
     Raises
     ------
