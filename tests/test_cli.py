@@ -501,3 +501,98 @@ def test_lam_help_says_what_auto_lam_computes(capsys):
     assert "'auto' = C / 10" not in text
     assert "log(C / b)" in text and "clipped to between C / 10 and C / 4" in text
     assert "smaller of 1e-5 and C / 1000" in text
+
+
+# ---------------------------------------------------------------------- the nu formulations, outlier detection
+def test_fit_nusvc_and_nusvr_are_the_library_fits(data, tmp_path):
+    """fit nusvc / nusvr with --nu: the saved models are the library's fits (standardised inside);
+    predict and info work on them; --nu does not apply to svc."""
+    from sklearn.datasets import load_diabetes
+
+    from sparsekernel import NuSVC, NuSVR
+
+    d, (Xtr, ytr, Xte, _) = data
+    proc = run("fit", "nusvc", "train.csv", "--label-column", "species", "--nu", "0.3", "-o", "nusvc.skm", cwd=d)
+    assert "nusvc (NuSVC)" in proc.stdout and "training accuracy" in proc.stdout
+    model = load_model(d / "nusvc.skm")
+    assert isinstance(model[-1], NuSVC) and model[-1].nu == 0.3
+    reference = make_pipeline(StandardScaler(), NuSVC(nu=0.3)).fit(Xtr, ytr)
+    np.testing.assert_array_equal(model.decision_function(Xte), reference.decision_function(Xte))
+    assert run("predict", "nusvc.skm", "test.csv", "--label-column", "species", cwd=d).stdout.splitlines() == \
+        model.predict(Xte).tolist()
+    assert "nu=0.3" in run("info", "nusvc.skm", cwd=d).stdout
+
+    proc = run("fit", "nusvr", "diabetes", "--nu", "0.4", "--C", "10", "--test-size", "0.2", cwd=tmp_path)
+    assert "test R^2" in proc.stdout
+    model = load_model(tmp_path / "nusvr.skm")
+    assert isinstance(model[-1], NuSVR) and (model[-1].nu, model[-1].C) == (0.4, 10.0)
+    X, _ = load_diabetes(return_X_y=True)
+    lines = run("predict", "nusvr.skm", "diabetes", cwd=tmp_path).stdout.splitlines()
+    np.testing.assert_array_equal(np.array(lines, dtype=float), model.predict(X))
+    assert "--nu does not apply to svc" in run("fit", "svc", "iris", "--nu", "0.2", cwd=tmp_path, check=False).stderr
+
+
+def _summary(stdout):
+    """fit's 'key  value' lines as a dict."""
+    return dict(line.split("  ", 1) for line in stdout.splitlines())
+
+
+def test_fit_ocsvm_reports_outliers_and_the_auc_against_labels(tmp_path):
+    """fit ocsvm breast_cancer: the fit ignores the labels (the library's OneClassSVM fitted on X
+    alone); the summary's outlier fractions and AUC (majority class as inliers) are the library's
+    numbers on the same split; predict writes 1 / -1 per line; info describes the model."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import train_test_split
+
+    from sparsekernel import OneClassSVM
+    from sparsekernel.datasets import load_data
+
+    proc = run("fit", "ocsvm", "breast_cancer", "--nu", "0.1", "--test-size", "0.2", cwd=tmp_path)
+    rows = {k: v.strip() for k, v in _summary(proc.stdout).items()}
+    model = load_model(tmp_path / "ocsvm.skm")
+    assert isinstance(model[-1], OneClassSVM) and model[-1].nu == 0.1
+    X, y, _ = load_data("breast_cancer")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    reference = make_pipeline(StandardScaler(), OneClassSVM(nu=0.1)).fit(Xtr)
+    np.testing.assert_array_equal(model.decision_function(Xte), reference.decision_function(Xte))
+    inlier = np.bincount(y).argmax()
+    for part, Xp, yp in (("training", Xtr, ytr), ("test", Xte, yte)):
+        flagged = reference.predict(Xp) == -1
+        assert rows[f"{part} outliers"].startswith(f"{100 * flagged.mean():.1f} % of the {len(Xp)} {part} rows")
+        auc = roc_auc_score(yp == inlier, reference.score_samples(Xp))
+        assert rows[f"{part} AUC"].startswith(f"{auc:.4f} of score_samples with the majority class {inlier} ")
+    assert float(rows["training outliers"].split()[0]) <= 10.0 + 1.0  # nu bounds it (about)
+    lines = run("predict", "ocsvm.skm", "breast_cancer", cwd=tmp_path)
+    assert lines.stdout.splitlines() == [str(v) for v in model.predict(X).tolist()]
+    assert set(lines.stdout.split()) == {"1", "-1"} and "outliers:" in lines.stderr
+    info = run("info", "ocsvm.skm", cwd=tmp_path).stdout
+    assert "OneClassSVM" in info and "nu=0.1" in info and "classes_" not in info
+    assert "no probabilities" in run("predict", "ocsvm.skm", "breast_cancer", "--proba", cwd=tmp_path,
+                                     check=False).stderr
+
+
+def test_fit_ocsvm_without_class_labels(tmp_path):
+    """Data without labels (an .npz with X alone) or with regression targets: the outlier fraction
+    only, no AUC."""
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    np.savez(tmp_path / "unlabelled.npz", X=X)
+    rows = _summary(run("fit", "ocsvm", "unlabelled.npz", "--nu", "0.2", "--no-scale", cwd=tmp_path).stdout)
+    from sparsekernel import OneClassSVM
+
+    reference = OneClassSVM(nu=0.2).fit(X)
+    assert rows["training outliers"].strip().startswith(f"{100 * np.mean(reference.predict(X) == -1):.1f} %")
+    assert not any("AUC" in key for key in rows)
+    rows = _summary(run("fit", "ocsvm", "diabetes", "-o", "d.skm", cwd=tmp_path).stdout)
+    assert "training outliers" in rows and not any("AUC" in key for key in rows)
+
+
+def test_compare_lists_nusvc_and_nusvr(capsys):
+    """nusvc and nusvr are compare models (not default ones); --nu reaches them only."""
+    from sparsekernel.cli.compare import COMPARE_MODELS, _names
+
+    assert "nusvc" in _names("classification") and "nusvc" not in _names("classification", default_only=True)
+    assert "nusvr" in _names("regression") and "ocsvm" not in COMPARE_MODELS
+    assert main(["compare", "iris", "--models", "svc,nusvc", "--nu", "0.2"]) == 0
+    assert "nusvc" in capsys.readouterr().out
+    assert main(["compare", "diabetes", "--models", "nusvr", "--cv", "3"]) == 0
+    assert "nusvr" in capsys.readouterr().out

@@ -34,6 +34,7 @@ Examples:
   sparsekernel compare diabetes        (regression data: svr against scikit-learn's SVR)
   sparsekernel compare train.csv --test test.csv --models svc,sklr --plot frontier.png
   sparsekernel fit sklr train.csv -o model.skm --C 10 --gamma 0.1
+  sparsekernel fit ocsvm train.csv --nu 0.05 -o detector.skm
   sparsekernel predict model.skm test.csv --proba -o proba.csv
   sparsekernel info model.skm
 
@@ -44,7 +45,8 @@ Models:
 Data: a CSV file (--label-column, default the last column), an svmlight/libsvm file (.gz too),
 an .npz file with arrays X and y, or a built-in name (sparsekernel datasets). fit and compare
 standardise the features inside the model (--no-scale keeps them as given); regression data goes
-to svr (a classifier refuses it)."""
+to svr or nusvr (a classifier refuses it); ocsvm fits on the rows alone (outlier detection: predict
+gives 1 for an inlier, -1 for an outlier)."""
 
 
 def _version():

@@ -18,7 +18,7 @@ from ..datasets import load_data
 from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
 from ..nssvm import NSSVC
 from ..slmc import SLMC, SparseKFD
-from ..svm import SVC, SVR
+from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 # results (tables, summaries) on stdout, progress on stderr; piped output is not cut at 80 columns
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -27,7 +27,10 @@ err = Console(stderr=True, highlight=False)
 # command-line name -> (estimator class, one-line description)
 MODELS = {
     "svc": (SVC, "C-support vector classifier (one-vs-one)"),
+    "nusvc": (NuSVC, "nu-support vector classifier: nu bounds the fraction of margin errors"),
     "svr": (SVR, "epsilon-support vector regression"),
+    "nusvr": (NuSVR, "nu-support vector regression: nu sets the tube's width"),
+    "ocsvm": (OneClassSVM, "one-class SVM: outlier / novelty detection (labels not used)"),
     "klr": (KernelLogisticRegression, "kernel logistic regression (probabilities from the fit)"),
     "sklr": (SparseKernelLogisticRegression, "sparse kernel logistic regression"),
     "nssvc": (NSSVC, "Newton sparse SVM: at most s support vectors"),
@@ -123,6 +126,9 @@ _MODEL_OPTIONS = [
     (("--n-expansion",), "n_expansion", NumberOr(integer=True),
      "slmc, skfd: expansion vectors (int) or a fraction of the SVM's support vectors."),
     (("--epsilon",), "epsilon", float, "svr: width of the insensitive tube."),
+    (("--nu",), "nu", click.FloatRange(0.0, 1.0, min_open=True),
+     "nusvc, nusvr, ocsvm: in (0, 1], an upper bound on the fraction of training errors (ocsvm: of training "
+     "rows flagged as outliers) and a lower bound on the fraction of support vectors [default: 0.5]."),
     (("--tol",), "tol", float, "Stopping tolerance."),
     (("--max-iter",), "max_iter", int, "Iteration cap."),
     (("--n-jobs",), "n_jobs", int, "Threads (default: every thread the process may use)."),

@@ -23,7 +23,7 @@ from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionC
 from ..metrics import expected_calibration_error
 from ..nssvm import NSSVC
 from ..slmc import SLMC, SparseKFD
-from ..svm import SVC, SVR
+from ..svm import SVC, SVR, NuSVC, NuSVR
 from ._common import (CliError, build_model, data_task, final_step, flag_of, model_options, n_expansion_vectors,
                       one_line, out, progress, read_data, scale_option, scaled, split_model_params, task_option)
 from .model import split
@@ -42,6 +42,7 @@ class Entry(NamedTuple):
 # compare's models, one entry each: a new model is one more line
 COMPARE_MODELS = {
     "svc": Entry("classification", SVC, True, "C-support vector classifier"),
+    "nusvc": Entry("classification", NuSVC, False, "nu-support vector classifier (--nu)"),
     "klr-cv": Entry("classification", KernelLogisticRegressionCV, True,
                     "kernel logistic regression, C by cross-validated log-loss"),
     "sklr-cv": Entry("classification", SparseKernelLogisticRegressionCV, True,
@@ -54,6 +55,7 @@ COMPARE_MODELS = {
     "skfd": Entry("classification", SparseKFD, False, "sparse kernel Fisher discriminant"),
     "sklearn-svc": Entry("classification", SklearnSVC, False, "scikit-learn's SVC (libsvm), for reference"),
     "svr": Entry("regression", SVR, True, "epsilon-support vector regression"),
+    "nusvr": Entry("regression", NuSVR, False, "nu-support vector regression (--nu)"),
     "sklearn-svr": Entry("regression", SklearnSVR, True, "scikit-learn's SVR (libsvm), for reference"),
 }
 

@@ -9,7 +9,7 @@ import sys
 import click
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import is_classifier
+from sklearn.base import is_classifier, is_outlier_detector
 from sklearn.model_selection import train_test_split
 
 from ..io import load_model, read_header, save_model
@@ -23,12 +23,14 @@ _SCALE_HELP = ("Standardise the features inside the saved model (a StandardScale
 
 
 def split(X, y, test_size, seed, classifier):
-    """train_test_split, stratified for a classifier when every class has two samples."""
+    """train_test_split, stratified for a classifier when every class has two samples; of X alone
+    (X_train, X_test) when y is None."""
     stratify = None
     if classifier:
         _, counts = np.unique(y, return_counts=True)
         stratify = y if counts.min() >= 2 else None
-    return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
+    arrays = (X,) if y is None else (X, y)
+    return train_test_split(*arrays, test_size=test_size, random_state=seed, stratify=stratify)
 
 
 def _size(path):
@@ -63,6 +65,30 @@ def _check_task(model_name, classifier, data, y, name, task):
         raise CliError(f"{what}: use a classifier, e.g. `fit svc`")
 
 
+def _outlier_rows(model, X, y, labelled, part):
+    """The summary rows of an outlier detector (ocsvm) on the ``part`` ('training' or 'test') rows X:
+    the fraction flagged as outliers and, when the data has class labels (``labelled``; the fit did
+    not see them), the AUC of ``score_samples`` for telling the majority class (taken as the
+    inliers) from the other classes."""
+    flagged = model.predict(X) == -1
+    rows = [(f"{part} outliers", f"{100.0 * flagged.mean():.1f} % of the {len(flagged)} {part} rows (predict = -1)")]
+    if not labelled:
+        return rows
+    from sklearn.metrics import roc_auc_score
+
+    classes, counts = np.unique(y, return_counts=True)
+    inlier = classes[np.argmax(counts)]
+    is_inlier = y == inlier
+    what = f"the majority class {inlier} ({is_inlier.sum()} rows) as inliers, the other {(~is_inlier).sum()} not"
+    if is_inlier.all():
+        return rows + [(f"{part} AUC", f"- (one class only: {what})")]
+    auc = roc_auc_score(is_inlier, model.score_samples(X))
+    rows.append((f"{part} AUC", f"{auc:.4f} of score_samples with {what}; flagged: "
+                                f"{100.0 * flagged[is_inlier].mean():.1f} % of the inliers, "
+                                f"{100.0 * flagged[~is_inlier].mean():.1f} % of the others"))
+    return rows
+
+
 @click.command()
 @click.argument("model_name", metavar="MODEL")
 @click.argument("data")
@@ -75,14 +101,22 @@ def _check_task(model_name, classifier, data, y, name, task):
 @task_option
 @model_options
 def fit(model_name, data, output, force, label_column, test_size, scale, task, **options):
-    """Fit MODEL (svc, svr, klr, sklr, nssvc, slmc, skfd) on DATA and save it to a .skm file (never
-    over an existing file without --force). The features are standardised inside the model unless
-    --no-scale. A classifier refuses regression data and svr classification data."""
+    """Fit MODEL (svc, nusvc, svr, nusvr, ocsvm, klr, sklr, nssvc, slmc, skfd) on DATA and save it
+    to a .skm file (never over an existing file without --force). The features are standardised
+    inside the model unless --no-scale. A classifier refuses regression data and a regressor (svr,
+    nusvr) classification data. ocsvm (outlier detection) fits on the rows alone, labels or not; it
+    reports the fraction of rows flagged as outliers and, when DATA has class labels, the AUC of
+    its scores for telling the majority class (the inliers) from the others."""
     params, seed = split_model_params(options)
     estimator = build_model(model_name, params, seed)
-    X, y, name = read_data(data, label_column)
+    detector = is_outlier_detector(estimator)
+    X, y, name = read_data(data, label_column, need_labels=not detector)
     classifier = is_classifier(estimator)
-    _check_task(model_name, classifier, data, y, name, task)
+    labelled = False  # an outlier detector's data with class labels (the AUC rows)
+    if detector:
+        labelled = y is not None and data_task(data, y, name, task)[0] == "classification"
+    else:
+        _check_task(model_name, classifier, data, y, name, task)
     output = output or f"{model_name}.skm"
     if os.path.isdir(output) or output.endswith(("/", os.sep)):
         raise CliError(f"{output} is a directory: -o names the model file")
@@ -94,23 +128,32 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
     model = scaled(estimator, X, scale)
     Xtr, ytr, Xte, yte = X, y, None, None
     if test_size > 0:
-        Xtr, Xte, ytr, yte = split(X, y, test_size, seed, classifier)
+        if y is None:
+            Xtr, Xte = split(X, None, test_size, seed, False)
+        else:
+            Xtr, Xte, ytr, yte = split(X, y, test_size, seed, classifier or labelled)
     with progress(f"fitting {model_name} on {name} ({Xtr.shape[0]} samples)") as elapsed:
-        model.fit(Xtr, ytr)
+        model.fit(Xtr, None if detector else ytr)
         seconds = elapsed()
     save_model(model, output)
-    score = "accuracy" if classifier else "R^2"
     n_xv = n_expansion_vectors(estimator)
     features = "as given (--no-scale)"
     if scale:
         features = f"standardised inside the model (StandardScaler{', not centred: sparse data' * sp.issparse(X)})"
     rows = [("model", f"{model_name} ({type(estimator).__name__}), kernel {_kernel_text(estimator)}"),
             ("features", features),
-            ("data", describe_data(X, y if classifier else None, name)),
-            ("n_train", Xtr.shape[0]),
-            (f"training {score}", f"{model.score(Xtr, ytr):.4f}")]
-    if Xte is not None:
-        rows.append((f"test {score}", f"{model.score(Xte, yte):.4f} on {Xte.shape[0]} held-out samples"))
+            ("data", describe_data(X, y if classifier or labelled else None, name)),
+            ("n_train", Xtr.shape[0])]
+    if detector:
+        rows.append(("nu", f"{estimator.nu:g} (at most about this fraction of the training rows is flagged)"))
+        rows += _outlier_rows(model, Xtr, ytr, labelled, "training")
+        if Xte is not None:
+            rows += _outlier_rows(model, Xte, yte, labelled, "test")
+    else:
+        score = "accuracy" if classifier else "R^2"
+        rows.append((f"training {score}", f"{model.score(Xtr, ytr):.4f}"))
+        if Xte is not None:
+            rows.append((f"test {score}", f"{model.score(Xte, yte):.4f} on {Xte.shape[0]} held-out samples"))
     rows += [("model size", f"{n_xv} expansion vectors ({100.0 * n_xv / Xtr.shape[0]:.1f} % of n_train)"),
              ("model file", f"{output} ({_size(output)})"),
              ("fit time", f"{seconds:.3f} s")]
@@ -125,11 +168,12 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
 @click.option("--label-column", help=_LABEL_HELP + " A CSV with exactly the model's number of features "
                                                    "has no label column.")
 def predict(model_file, data, proba, output, label_column):
-    """Predict DATA with a saved model: one label per line, or probabilities with --proba."""
+    """Predict DATA with a saved model: one label per line (an outlier detector's: 1 for an inlier,
+    -1 for an outlier), or probabilities with --proba."""
     model = load_model(model_file)
     if proba and not hasattr(model, "predict_proba"):
         raise CliError(f"{type(final_step(model)).__name__} models have no probabilities (klr and sklr have; "
-                       "svc only when fitted with -p probability=true)")
+                       "svc and nusvc only when fitted with -p probability=true)")
     X, y, name = read_data(data, label_column, n_features=model.n_features_in_, need_labels=False)
     if sp.issparse(X) and _centres(model):
         X = X.toarray()  # a model fitted on dense data centres the features: sparse input made dense
@@ -140,6 +184,8 @@ def predict(model_file, data, proba, output, label_column):
         rows = [[v] for v in labels.tolist()]
         if y is not None and is_classifier(model):
             click.echo(f"accuracy {np.mean(labels == y):.4f} on the {len(y)} labelled samples of {name}", err=True)
+        if is_outlier_detector(model):
+            click.echo(f"outliers: {np.sum(labels == -1)} of the {len(labels)} samples of {name}", err=True)
     if output is None:
         csv.writer(sys.stdout, lineterminator="\n").writerows(rows)
         return
