@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from _helpers import spy_engine_solves
-from sparsekernel import SVC, SVR, KernelLogisticRegression, SparseKernelLogisticRegression
+
+from sparsekernel import SVC, SVR, KernelLogisticRegression, NuSVC, NuSVR, OneClassSVM, SparseKernelLogisticRegression
 from sparsekernel._engine import DualProblem, KernelSpec, SolverOptions, open_session, shared_rows, solve
 from sparsekernel.model_selection import PathSearchCV
 
@@ -343,3 +346,97 @@ def test_klr_walks_C_cold_in_its_kept_session():
     np.testing.assert_array_equal(ps.cv_results_["mean_test_steps"], gs.cv_results_["mean_test_steps"])
     assert not any(ps.cv_results_["mean_test_warm"])
     assert not any(gs.cv_results_["mean_test_warm"])
+
+
+# ------------------------------------------------------------------ the nu formulations (issue 36)
+def _cold(estimator, X, y):
+    """1 when every problem of the fit started cold."""
+    return float(not any(s["warm_started"] for s in estimator.solver_stats_))
+
+
+NU_CASES = {
+    "nusvc": (lambda: NuSVC(tol=1e-8, n_jobs=1), {"nu": [0.2, 0.4, 0.6], "gamma": [0.05, 0.2]}, "clf", "accuracy"),
+    "nusvc-3class": (lambda: NuSVC(tol=1e-8, n_jobs=1), {"nu": [0.1, 0.3], "gamma": [0.1]}, "clf3", "accuracy"),
+    # (tol 1e-6: at 1e-7 NuSVR's C = 4 fits stall, reaching the 10^7 steps cap where LIBSVM stops at 130k)
+    "nusvr": (lambda: NuSVR(tol=1e-6, n_jobs=1), {"nu": [0.2, 0.5], "C": [0.5, 4.0], "gamma": [0.05, 0.2]}, "reg",
+              "r2"),
+    # OneClassSVM has no score (GridSearchCV needs a scoring for it, as for scikit-learn's): its mean score_samples
+    "ocsvm": (lambda: OneClassSVM(tol=1e-8, n_jobs=1), {"nu": [0.1, 0.3, 0.5], "gamma": [0.05, 0.2]}, "clf",
+              lambda e, X, y: float(np.mean(e.score_samples(X)))),
+    "pipeline-nusvc": (lambda: make_pipeline(StandardScaler(), NuSVC(tol=1e-8)),
+                       {"nusvc__nu": [0.2, 0.5], "nusvc__gamma": [0.05, 0.2]}, "clf", "accuracy"),
+}
+
+
+def _nu_search(case, search_cls, extra=None):
+    make, grid, kind, score = NU_CASES[case]
+    X, y = _data(kind)
+    cv = KFold(4, shuffle=True, random_state=0) if kind == "reg" else StratifiedKFold(4, shuffle=True, random_state=0)
+    scoring = {"score": score, "obj": _last_step_objective, "cold": lambda e, X, y: _cold(_last(e), X, y),
+               **(extra or {})}
+    return search_cls(make(), grid, cv=cv, scoring=scoring, refit="score").fit(X, y)
+
+
+def _last(estimator):
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+@pytest.mark.parametrize("case", sorted(NU_CASES))
+def test_nu_search_equals_grid_search(case):
+    """PathSearchCV(NuSVC() / NuSVR() / OneClassSVM(), grid over nu and gamma), bare or in a
+    Pipeline: walked along nu, every fit cold (a previous nu's solution is infeasible for e'a = nu l),
+    and GridSearchCV's results: the same scores and objectives to 1e-6, the same best candidate."""
+    ps = _nu_search(case, PathSearchCV)
+    gs = _nu_search(case, GridSearchCV)
+    assert ps.cv_results_["params"] == gs.cv_results_["params"]
+    for key in ("mean_test_score", "mean_test_obj"):
+        np.testing.assert_allclose(ps.cv_results_[key], gs.cv_results_[key], rtol=1e-6, atol=1e-9, err_msg=key)
+    assert np.all(ps.cv_results_["mean_test_cold"] == 1.0) and np.all(gs.cv_results_["mean_test_cold"] == 1.0)
+    assert ps.best_params_ == gs.best_params_
+    X, _ = _data(NU_CASES[case][2])
+    np.testing.assert_array_equal(ps.predict(X), gs.predict(X))
+
+
+def test_nu_grid_is_walked_along_nu():
+    from sparsekernel.model_selection import _path_target, _walked_param
+
+    for est in (NuSVC(), NuSVR(), OneClassSVM()):
+        assert _path_target(est, {"nu": [0.1]}) == (est, "")
+        assert _walked_param(est, {"nu": [0.1, 0.2], "C": [1.0, 2.0], "gamma": [0.1]}) == "nu"
+        assert _walked_param(est, [{"nu": [0.1]}]) == "C"  # one nu: nothing to walk (C, if any, groups nothing)
+    pipe = make_pipeline(StandardScaler(), NuSVC())
+    assert _walked_param(pipe[-1], {"nusvc__nu": [0.1, 0.2]}, "nusvc__") == "nusvc__nu"
+    assert _walked_param(SVC(), {"nu": [0.1, 0.2], "C": [1.0, 2.0]}) == "C"
+
+
+def test_svm_path_refuses_the_nu_formulations_with_the_reason():
+    from sparsekernel import svm_path
+
+    X, y = _classification(n=60)
+    for est in (NuSVC(), NuSVR(), OneClassSVM()):
+        with pytest.raises(ValueError, match=f"got {type(est).__name__} .*no warm start.*PathSearchCV"):
+            svm_path(est, X, y, Cs=[1.0])
+
+
+def test_cold_fits_read_the_search_rows(monkeypatch):
+    """The engine's cold FitWarmth (``FitWarmth.cold``): the fits keep no warm start but read the
+    search's shared kernel rows and sessions, and still equal GridSearchCV's. (NuSVC's
+    ``_fit_warmth`` asked for with ``warmth.cold()``, the change this test stands in for until
+    svm.py makes it.)"""
+    from sparsekernel import _engine, svm
+
+    def cold_warmth(self, X, y, sample_weight, search_rows):
+        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
+        return warmth if self._warm_starts else warmth.cold()
+
+    monkeypatch.setattr(svm._BaseSMO, "_fit_warmth", cold_warmth)
+    for case in ("nusvc", "nusvr", "ocsvm", "pipeline-nusvc"):
+        ps = _nu_search(case, PathSearchCV)
+        gs = _nu_search(case, GridSearchCV)
+        np.testing.assert_allclose(ps.cv_results_["mean_test_obj"], gs.cv_results_["mean_test_obj"], rtol=1e-6,
+                                   err_msg=case)
+        np.testing.assert_allclose(ps.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"], rtol=1e-6,
+                                   atol=1e-9, err_msg=case)
+        assert np.all(ps.cv_results_["mean_test_cold"] == 1.0), case
+        assert ps.best_params_ == gs.best_params_, case
+        assert ps.shared_kernel_evals_ > 0, case  # the fits read the search's rows

@@ -206,14 +206,24 @@ class FitWarmth:
 
     ``data_key`` names the fit's data (X as the engine sees it, labels and weights): a state or a
     session applies only to the same data; ``rows`` are the fit's rows in the search's training
-    set when the fit reads the search's X as it is (shared kernel rows apply)."""
+    set when the fit reads the search's X as it is (shared kernel rows apply). ``warm`` False: the
+    fit starts cold (``problem.start``) but still keeps its engine sessions and reads the shared
+    rows of the store (:meth:`cold`)."""
 
-    def __init__(self, store=None, data_key=None, rows=None, deadline=None, threads=None):
+    def __init__(self, store=None, data_key=None, rows=None, deadline=None, threads=None, warm=True):
         self.store = store
         self.data_key = data_key
         self.rows = rows
         self.deadline = deadline
         self.threads = threads  # the search's thread policy for its fits (None: the estimator's n_jobs)
+        self.warm = warm
+
+    def cold(self):
+        """This FitWarmth without its warm starts: for the nu formulations, whose start fixes the
+        sums of a that the solve keeps (a previous nu's solution is infeasible for another nu), the
+        sessions (row caches) and a search's shared kernel rows still apply, as its deadline and
+        threads."""
+        return FitWarmth(self.store, self.data_key, self.rows, self.deadline, self.threads, warm=False)
 
     def fit_threads(self, threads):
         """The threads of the fit: the search's choice, else the estimator's own."""
@@ -223,10 +233,12 @@ class FitWarmth:
         """The FitWarmth of a fit that solves on rows ``keep`` of its X (KLR leaves out the points of
         zero weight): the same states, the shared rows of those points."""
         rows = None if self.rows is None or len(keep) == len(self.rows) else self.rows[keep]
-        return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads)
+        return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads,
+                         self.warm)
 
     def has_states(self, n_problems):
-        return self.store is not None and all(self.store.state((self.data_key, k)) is not None for k in range(n_problems))
+        return self.store is not None and self.warm and all(self.store.state((self.data_key, k)) is not None
+                                                            for k in range(n_problems))
 
 
 def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1):
@@ -248,7 +260,8 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
         a0 = g0 = session = None
         if store is not None:
             key = (warmth.data_key, k)
-            a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic)
+            if warmth.warm:
+                a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic)
             session = store.take_session(key, kernel)
             if session is None:
                 rows_of = None if source is None else source.index[pr.idx if pr.idx is not None else slice(None)]

@@ -110,7 +110,13 @@ def _check_estimator(estimator):
     from .svm import SVC, SVR
 
     if not isinstance(estimator, (SVC, SVR)):
-        raise ValueError(f"warm-started paths need a sparsekernel SVC or SVR, got {type(estimator).__name__}")
+        name = type(estimator).__name__
+        why = ""
+        if not getattr(estimator, "_warm_starts", True):  # NuSVC, NuSVR, OneClassSVM
+            why = (f" ({name} takes no warm start: its start fixes the sums of the dual variables that the solve "
+                   "keeps, so another nu's solution is infeasible; search nu with PathSearchCV, which fits it cold "
+                   "and shares the kernel rows)")
+        raise ValueError(f"warm-started paths need a sparsekernel SVC or SVR, got {name}{why}")
 
 
 def _path_target(estimator, param_grid):
@@ -120,9 +126,9 @@ def _path_target(estimator, param_grid):
     from sklearn.pipeline import Pipeline
 
     from .klr import _BaseKLR
-    from .svm import SVC, SVR
+    from .svm import OneClassSVM, _BaseSVC, _BaseSVR
 
-    kinds = (SVC, SVR, _BaseKLR)
+    kinds = (_BaseSVC, _BaseSVR, OneClassSVM, _BaseKLR)
     if isinstance(estimator, kinds):
         return estimator, ""
     if isinstance(estimator, Pipeline) and estimator.steps and isinstance(estimator.steps[-1][1], kinds):
@@ -136,12 +142,20 @@ def _path_target(estimator, param_grid):
 
 def _walked_param(estimator, param_grid, prefix=""):
     """The grid axis walked with warm starts: C, or for S-KLR lam when the grid has several (at
-    fixed C the box stays, so lam's warm start is exact and needs no kernel evaluation)."""
+    fixed C the box stays, so lam's warm start is exact and needs no kernel evaluation); for the nu
+    formulations (NuSVC, NuSVR, OneClassSVM), which start every fit cold, nu when the grid has
+    several: the fits of one group share the kernel parameters, so they read the same sessions."""
     from .klr import _BaseKLR
 
     grids = param_grid if isinstance(param_grid, list) else [param_grid]
-    if isinstance(estimator, _BaseKLR) and any(len(np.atleast_1d(g.get(prefix + "lam", []))) > 1 for g in grids):
+
+    def several(name):
+        return any(len(np.atleast_1d(g.get(prefix + name, []))) > 1 for g in grids)
+
+    if isinstance(estimator, _BaseKLR) and several("lam"):
         return prefix + "lam"
+    if not getattr(estimator, "_warm_starts", True) and several("nu"):
+        return prefix + "nu"
     return prefix + "C"
 
 
@@ -282,14 +296,17 @@ class PathSearchCV(BaseSearchCV):
     """Exhaustive search over a parameter grid with cross-validation that reuses its work: a drop-in
     for :class:`sklearn.model_selection.GridSearchCV`.
 
-    Any estimator can be searched. With a sparsekernel SVC, SVR, KernelLogisticRegression or
-    SparseKernelLogisticRegression, bare or as the last step of a Pipeline (e.g.
+    Any estimator can be searched. With a sparsekernel SVC, SVR, NuSVC, NuSVR, OneClassSVM,
+    KernelLogisticRegression or SparseKernelLogisticRegression, bare or as the last step of a Pipeline (e.g.
     ``make_pipeline(StandardScaler(), SVC())`` with a grid over ``svc__C``, ``svc__gamma``), the
     search walks the grid: on every fold the candidates are grouped by their other parameters and
     each group is walked along C (along lam for S-KLR with several lam) in a serpentine order, every
     fit starting from the same fold's previous solution (``sparsekernel._warm.warm_point``: exact for
     a shrinking C and for S-KLR's lam at fixed C; KLR along C starts cold, which measured fewer SMO
-    steps) in the previous fit's engine session (its row cache). With any other estimator, or a
+    steps) in the previous fit's engine session (its row cache). NuSVC, NuSVR and OneClassSVM are
+    walked along nu (when the grid has several) and every fit starts cold (from LIBSVM's start: a
+    previous nu's solution is infeasible for the sum constraint e'a = nu l), reading the kernel rows
+    through the same sessions and shared rows. With any other estimator, or a
     grid that replaces the Pipeline's last step, the fits are GridSearchCV's, cold. Either way the interface and the results (``cv_results_``,
     ``best_params_``, ``best_estimator_``, ``error_score`` and FitFailedWarning, multimetric scoring,
     ``return_train_score``, callbacks) are GridSearchCV's; ``cv_results_`` lists the candidates in
@@ -489,9 +506,12 @@ class PathSearchCV(BaseSearchCV):
 
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
+        from .svm import OneClassSVM
+
         target, prefix = _path_target(self.estimator, self.param_grid)
-        if _routing_enabled() or (prefix and _on_dask()):
-            # routed fit parameters must be requested; a cluster's tasks take bare estimators: GridSearchCV's fits
+        if _routing_enabled() or (prefix and _on_dask()) or (_on_dask() and isinstance(target, OneClassSVM)):
+            # routed fit parameters must be requested; a cluster's tasks take bare estimators; OneClassSVM's fit
+            # does not restore the fits made on a cluster (restore_prefitted): GridSearchCV's fits
             target, prefix = None, None
         self._target = (target, prefix)
         self._store = None
