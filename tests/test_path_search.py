@@ -418,18 +418,9 @@ def test_svm_path_refuses_the_nu_formulations_with_the_reason():
             svm_path(est, X, y, Cs=[1.0])
 
 
-def test_cold_fits_read_the_search_rows(monkeypatch):
-    """The engine's cold FitWarmth (``FitWarmth.cold``): the fits keep no warm start but read the
-    search's shared kernel rows and sessions, and still equal GridSearchCV's. (NuSVC's
-    ``_fit_warmth`` asked for with ``warmth.cold()``, the change this test stands in for until
-    svm.py makes it.)"""
-    from sparsekernel import _engine, svm
-
-    def cold_warmth(self, X, y, sample_weight, search_rows):
-        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
-        return warmth if self._warm_starts else warmth.cold()
-
-    monkeypatch.setattr(svm._BaseSMO, "_fit_warmth", cold_warmth)
+def test_cold_fits_read_the_search_rows():
+    """The nu formulations' fits start cold (``FitWarmth.cold``: no warm start) but read the
+    search's shared kernel rows and sessions, and still equal GridSearchCV's."""
     for case in ("nusvc", "nusvr", "ocsvm", "pipeline-nusvc"):
         ps = _nu_search(case, PathSearchCV)
         gs = _nu_search(case, GridSearchCV)

@@ -156,11 +156,9 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def _fit_warmth(self, X, y, sample_weight, search_rows):
         """The fit's FitWarmth (``_engine.fit_warmth``); without its warm starts for the formulations
-        that take none (a search's deadline and threads still apply)."""
+        that take none (a search's sessions, shared kernel rows, deadline and threads still apply)."""
         warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
-        if self._warm_starts:
-            return warmth
-        return _engine.FitWarmth(deadline=warmth.deadline, threads=warmth.threads)
+        return warmth if self._warm_starts else warmth.cold()
 
     def _solve_one(self, X, y, sample_weight, search_rows, problem, threads):
         """Solve the fit's one dual problem (SVR, NuSVR, OneClassSVM): its SolveResult."""
@@ -800,6 +798,8 @@ class NuSVC(_BaseSVC):
 
     def _pair_solution(self, r):
         """(y_i a_i / r, rho / r): the solution scaled to the margin of C-SVC (Chang & Lin 2001, eq. 2.5)."""
+        if not r.r > 0:  # r = 0: every gradient zero (e.g. identical points of both classes)
+            raise ValueError(_NONFINITE_MODEL)
         return r.y * r.alpha / r.r, r.rho / r.r
 
 

@@ -300,9 +300,6 @@ def test_fuzz_regression_constant_sparse_column_and_overflowing_kernel(cls):
         cls(kernel="linear").fit(np.array([[1e20], [-1e20], [3.0]]), [0, 1, 1])
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError,
-                   reason="svm.py NuSVC._pair_solution divides by r = 0 (found by test_fuzz_path_search): "
-                          "scikit-learn raises its ValueError 'The dual coefficients or intercepts are not finite'")
 def test_fuzz_regression_nusvc_zero_r_is_a_value_error():
     """Two identical points of two classes: every gradient is 0, so r (the multiplier of e'a = nu l)
     is 0 and the scaling by 1 / r is undefined; scikit-learn reports a non-finite model."""
