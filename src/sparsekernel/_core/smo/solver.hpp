@@ -720,6 +720,12 @@ private:
         const int64_t period = std::min<int64_t>(l_, 1000);
         int64_t counter = period + 1;
         last_poll_ = Clock::now();
+        // stall guard: the gap's running minimum, the steps since it last fell, the refreshes so far
+        constexpr int kMaxRefreshes = 3;
+        const int64_t stall_window = std::max<int64_t>(10 * l_, 10000);
+        double best_gap = std::numeric_limits<double>::infinity();
+        int64_t since_best = 0;
+        int refreshes = 0;
         while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
             if (--counter == 0) {
                 counter = period;
@@ -738,6 +744,24 @@ private:
                 active_size_ = l_;
                 if (select_working_pair<kSecondOrder>(i, j, gap)) break;
                 counter = 1;
+            }
+            if constexpr (QM::kKernelRows) {
+                if (gap < best_gap) {
+                    best_gap = gap;
+                    since_best = 0;
+                } else if (++since_best > stall_window && refreshes < kMaxRefreshes) {
+                    // The steps may chase the rounding of the incrementally updated gradient (float32
+                    // rows; seen: nu-SVR at tol 1e-7, two pairs on the same two points undoing each
+                    // other for 10^7 steps): recompute it from a. Slow progress (linear-kernel SVR
+                    // has plateaus of 10^4 steps) loses nothing but the recomputation.
+                    ++refreshes;
+                    refresh_gradient();
+                    if (stop_in_pass_) return;
+                    best_gap = std::numeric_limits<double>::infinity();
+                    since_best = 0;
+                    counter = 1;
+                    continue;
+                }
             }
             if constexpr (kConjugate) take_conjugate_step(i, j); else take_pair_step(i, j);
             ++res.iter;
@@ -797,6 +821,26 @@ private:
         for (int64_t u = 0; u < active_size_; ++u)
             if (!is_bounded(u) && a_[u] != 0.0) free_vars.push_back(u);
         accumulate_rows(free_vars, active_size_, l_, G_.data() + active_size_);
+    }
+
+    // G = Qa + psi'(a) (and G_bar) recomputed from a over all positions, as kernel blocks: drops the
+    // rounding the O(N) updates accumulated (the stall guard of solve_pairs)
+    void refresh_gradient() {
+        maximal_violator_known_ = false;
+        reset_direction();
+        active_size_ = l_;
+        std::vector<int64_t> all, bounded;
+        for (int64_t t = 0; t < l_; ++t) {
+            G_[t] = dpsi(t);
+            if (a_[t] == 0.0) continue;
+            all.push_back(t);
+            if (keep_gbar() && is_bounded(t)) bounded.push_back(t);
+        }
+        accumulate_rows(all, 0, l_, G_.data());
+        if (keep_gbar()) {
+            Gbar_.assign(l_, 0.0);
+            accumulate_rows(bounded, 0, l_, Gbar_.data());
+        }
     }
 
     // ------------------------------------------------------------------ batched route
