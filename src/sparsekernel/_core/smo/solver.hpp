@@ -23,6 +23,7 @@
 // (terms.hpp), the working-set order (kSecondOrder) and the direction rule (kConjugate).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -403,20 +404,17 @@ private:
     // class keeps both y'a and the class sums. Optimal when max_s (m_s - M_s) < tol.
     template <bool kSecondOrder>
     bool select_working_pair_nu(int64_t& i, int64_t& j, double& gap) {
-        maximal_violator_known_ = false;
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        // i_s: from the last gradient update (update_gradient_pair), else one scan for both classes
+        if (!maximal_violator_known_) scan_up_by_class(nullptr, 0.0, nullptr, 0.0, n, nc);
+        maximal_violator_known_ = false;
         double m[2], M[2];
         int64_t is[2];
         LowScan best[2];
         for (int s = 0; s < 2; ++s) {
-            up_.assign(nc, UpScan{});
-            for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-                up_[c] = scan_up(G_.data(), y_.data(), up_cls_[s].data(), n * c / nc, n * (c + 1) / nc);
-            });
-            combine_up();
-            m[s] = m_up_;
-            is[s] = i_up_;
+            m[s] = m_nu_[s];
+            is[s] = i_nu_[s];
             best[s] = LowScan{kHuge, -1.0, -1};
             M[s] = kHuge;
             if (is[s] < 0) continue;
@@ -679,12 +677,36 @@ private:
     void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        if (opt_.nu) {  // the next selection's first pass within each class
+            scan_up_by_class(Qi, dai, Qj, daj, n, nc);
+            return;
+        }
         up_.assign(nc, UpScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             up_[c] = scan_update_gradient(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), n * c / nc,
                                           n * (c + 1) / nc);
         });
         combine_up();
+        maximal_violator_known_ = true;
+    }
+
+    // nu: G += Qi dai + Qj daj (when Qi is given), then argmax F over I_up within each class, chunks
+    // combined in order as one serial scan
+    void scan_up_by_class(const float* Qi, double dai, const float* Qj, double daj, int64_t n, int64_t nc) {
+        up_nu_.assign(nc, {UpScan{}, UpScan{}});
+        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            scan_up_nu(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), n * c / nc, n * (c + 1) / nc,
+                       up_nu_[c].data());
+        });
+        for (int s = 0; s < 2; ++s) {
+            m_nu_[s] = -std::numeric_limits<double>::infinity();
+            i_nu_[s] = -1;
+            for (const auto& p : up_nu_)
+                if (p[s].i >= 0 && p[s].m >= m_nu_[s]) {
+                    m_nu_[s] = p[s].m;
+                    i_nu_[s] = p[s].i;
+                }
+        }
         maximal_violator_known_ = true;
     }
 
@@ -1180,6 +1202,9 @@ private:
     bool unshrunk_ = false;
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
     std::vector<LowScan> low_;
+    std::vector<std::array<UpScan, 2>> up_nu_;  // nu: the same per class
+    double m_nu_[2] = {0, 0};  // nu: max F over I_up of each class, its position (valid with maximal_violator_known_)
+    int64_t i_nu_[2] = {-1, -1};
     bool maximal_violator_known_ = false;  // (m_up_, i_up_) valid for the current G and active set
     // conjugate direction rule: p (dense values + support list), q = Qp over the active set, delta
     static constexpr double kDeltaFloor = 1e-6;  // delta_k below this fraction of d'Qd: plain pair
