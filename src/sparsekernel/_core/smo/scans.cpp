@@ -113,10 +113,8 @@ LowScan scan_low_second_order(const double* __restrict G, const double* __restri
 
 SK_MULTIVERSION
 void scan_up_nu(double* __restrict G, const float* __restrict Qi, double dai, const float* __restrict Qj, double daj,
-                const double* __restrict y, const uint8_t* __restrict up, const uint8_t* __restrict low, int64_t lo,
-                int64_t hi, UpScan r[2], double M[2]) {
+                const double* __restrict y, const uint8_t* __restrict up, int64_t lo, int64_t hi, UpScan r[2]) {
     r[0] = r[1] = UpScan{-kHuge, -1};
-    double M0 = kHuge, M1 = kHuge;
     double v0[kScanBlock], v1[kScanBlock];
     for (int64_t b0 = lo; b0 < hi; b0 += kScanBlock) {
         const int64_t w = std::min(kScanBlock, hi - b0);
@@ -126,20 +124,15 @@ void scan_up_nu(double* __restrict G, const float* __restrict Qi, double dai, co
         for (int64_t k = 0; k < w; ++k) {
             const int64_t t = b0 + k;
             const double f = -y[t] * G[t];
-            const bool u = up[t] != 0, l = low[t] != 0, pos = y[t] > 0;
+            const bool u = up[t] != 0, pos = y[t] > 0;
             v0[k] = (u & pos) ? f : -kHuge;
             v1[k] = (u & !pos) ? f : -kHuge;
             bm0 = v0[k] > bm0 ? v0[k] : bm0;
             bm1 = v1[k] > bm1 ? v1[k] : bm1;
-            const double fl0 = (l & pos) ? f : kHuge, fl1 = (l & !pos) ? f : kHuge;
-            M0 = fl0 < M0 ? fl0 : M0;
-            M1 = fl1 < M1 ? fl1 : M1;
         }
         if (bm0 > -kHuge && bm0 >= r[0].m) r[0] = UpScan{bm0, b0 + last_equal(v0, w, bm0)};
         if (bm1 > -kHuge && bm1 >= r[1].m) r[1] = UpScan{bm1, b0 + last_equal(v1, w, bm1)};
     }
-    M[0] = M0;
-    M[1] = M1;
 }
 
 SK_MULTIVERSION

@@ -42,10 +42,10 @@ LowScan scan_low_second_order(const double* G, const double* y, const uint8_t* l
 LowScan scan_low_first_order(const double* G, const double* y, const uint8_t* low, int64_t lo, int64_t hi);
 
 // The nu formulations (label classes: 0 for y > 0, 1 for y < 0; both scans read the class from y):
-// G_t += Qi_t dai + Qj_t daj, then the I_up scan within each class (r[0], r[1]) and min F over I_low
-// within each class (M[0], M[1]); without Qi (null), the scans alone.
+// G_t += Qi_t dai + Qj_t daj, then the I_up scan within each class (r[0], r[1]); without Qi (null),
+// the scan alone.
 void scan_up_nu(double* G, const float* Qi, double dai, const float* Qj, double daj, const double* y,
-                const uint8_t* up, const uint8_t* low, int64_t lo, int64_t hi, UpScan r[2], double M[2]);
+                const uint8_t* up, int64_t lo, int64_t hi, UpScan r[2]);
 
 // Every scan works in blocks of kScanBlock positions: a vectorisable pass computes the block's
 // candidate values and their extremum, and only a block that improves on the best so far is

@@ -416,9 +416,8 @@ private:
             m[s] = m_nu_[s];
             is[s] = i_nu_[s];
             best[s] = LowScan{kHuge, -1.0, -1};
-            M[s] = M_nu_[s];
-            // a class already optimal (m_s - M_s < tol) gives no pair: no row, no scan for it
-            if (is[s] < 0 || !(m[s] - M[s] >= opt_.tol)) continue;
+            M[s] = kHuge;
+            if (is[s] < 0) continue;
             const float* Qi = kSecondOrder ? active_row(is[s]) : nullptr;
             const double QDi = diag(is[s]), yi = y_[is[s]], ms = m[s];
             low_.assign(nc, LowScan{});
@@ -432,6 +431,7 @@ private:
                 }
             });
             for (const LowScan& p : low_) {
+                M[s] = std::min(M[s], p.M);
                 if (p.j < 0) continue;
                 const bool take = kSecondOrder ? p.gain >= best[s].gain : p.M <= best[s].M;
                 if (take) best[s] = p;
@@ -694,23 +694,18 @@ private:
     // combined in order as one serial scan
     void scan_up_by_class(const float* Qi, double dai, const float* Qj, double daj, int64_t n, int64_t nc) {
         up_nu_.assign(nc, {UpScan{}, UpScan{}});
-        low_min_nu_.assign(nc, {kHuge, kHuge});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            scan_up_nu(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), can_low_.data(), n * c / nc,
-                       n * (c + 1) / nc, up_nu_[c].data(), low_min_nu_[c].data());
+            scan_up_nu(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), n * c / nc, n * (c + 1) / nc,
+                       up_nu_[c].data());
         });
         for (int s = 0; s < 2; ++s) {
             m_nu_[s] = -std::numeric_limits<double>::infinity();
             i_nu_[s] = -1;
-            M_nu_[s] = kHuge;
-            for (int64_t c = 0; c < nc; ++c) {
-                const UpScan& p = up_nu_[c][s];
-                if (p.i >= 0 && p.m >= m_nu_[s]) {
-                    m_nu_[s] = p.m;
-                    i_nu_[s] = p.i;
+            for (const auto& p : up_nu_)
+                if (p[s].i >= 0 && p[s].m >= m_nu_[s]) {
+                    m_nu_[s] = p[s].m;
+                    i_nu_[s] = p[s].i;
                 }
-                M_nu_[s] = std::min(M_nu_[s], low_min_nu_[c][s]);
-            }
         }
         maximal_violator_known_ = true;
     }
@@ -1208,9 +1203,7 @@ private:
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
     std::vector<LowScan> low_;
     std::vector<std::array<UpScan, 2>> up_nu_;  // nu: the same per class
-    std::vector<std::array<double, 2>> low_min_nu_;
-    // nu: max F over I_up of each class, its position, min F over I_low (valid with maximal_violator_known_)
-    double m_nu_[2] = {0, 0}, M_nu_[2] = {0, 0};
+    double m_nu_[2] = {0, 0};  // nu: max F over I_up of each class, its position (valid with maximal_violator_known_)
     int64_t i_nu_[2] = {-1, -1};
     bool maximal_violator_known_ = false;  // (m_up_, i_up_) valid for the current G and active set
     // conjugate direction rule: p (dense values + support list), q = Qp over the active set, delta
