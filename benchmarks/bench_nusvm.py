@@ -180,10 +180,14 @@ def main(argv=None) -> int:
             nu_max = None
             if model == "nusvc":  # nu-SVC is feasible for nu <= 2 min(n+, n-) / n (LIBSVM refuses more)
                 nu_max = 2.0 * min(np.sum(y > 0), np.sum(y < 0)) / len(y)
+            done_nus = set()
             for nu_asked in args.nus:
                 # an infeasible nu (a9a, w8a, usps, skin at 0.5: their smaller class is under 25 %) is
                 # replaced by 0.9 of the largest feasible one, and the table says so
                 nu = nu_asked if nu_max is None or nu_asked <= nu_max else float(f"{0.9 * nu_max:.3g}")
+                if nu in done_nus:  # both asked values infeasible (w8a): one row
+                    continue
+                done_nus.add(nu)
                 key = f"{model}|{name}|nu={nu:g}"
                 config = dict(n_train=X.shape[0], d=X.shape[1], gamma=gamma, nu=nu, repeats=args.repeats,
                               peer_repeats=args.peer_repeats, threads=threads, max_train=args.max_train)
