@@ -324,3 +324,22 @@ def test_nusvr_at_a_tight_tol_converges_as_libsvm(nu):
         assert ours.converged_ and ours.kkt_gap_[0] < tol
         assert ours.n_iter_ < 2 * ref.n_iter_
         np.testing.assert_allclose(ours.predict(X), ref.predict(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("nu", [0.1, 0.4])
+def test_nusvc_batched_route_keeps_the_class_sums(nu):
+    """The two-level route on nu problems: blocks drawn from both classes (ranked by their violation
+    within their class), the sub-problem solved with pairs within a class (which keeps the class sums
+    of a): the same objective as the pair route's, LIBSVM's model."""
+    X, y = make_friedman1(n_samples=700, n_features=40, random_state=3)
+    y = (y > np.median(y)).astype(int)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0)
+    ref = sksvm.NuSVC(nu=nu, tol=1e-6).fit(X_tr, y_tr)
+    pairs = NuSVC(nu=nu, tol=1e-6, solver="smo2").fit(X_tr, y_tr)
+    block = NuSVC(nu=nu, tol=1e-6, solver="batched", n_jobs=2).fit(X_tr, y_tr)
+    assert block.solver_ == "batched" and block.solver_stats_[0]["n_outer_iter"] >= 1
+    r = block.solver_stats_[0]
+    assert r["status"] == 0
+    np.testing.assert_allclose(block.dual_objective_, pairs.dual_objective_, rtol=1e-5)
+    np.testing.assert_allclose(block.decision_function(X_te), ref.decision_function(X_te), atol=1e-3)
+    assert np.mean(block.predict(X_te) == ref.predict(X_te)) >= 0.999

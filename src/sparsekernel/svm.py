@@ -50,6 +50,7 @@ SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
 SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
 # the nu problems run plain pairs (the engine has no block selection or conjugate step for two equalities)
 NU_SOLVERS = ("auto", "smo2", "smo1")
+NUSVC_SOLVERS = NU_SOLVERS + ("batched",)  # the two-level route keeps the class sums too (its blocks span both)
 
 # one-vs-one prediction through one (n_pairs, n_SV) coefficient matrix up to this many entries (128 MB)
 _OVO_COEF_ENTRIES = 1 << 24
@@ -724,8 +725,9 @@ class NuSVC(_BaseSVC):
     class_weight : dict or 'balanced', default=None
         Kept as ``class_weight_`` and, as in scikit-learn (LIBSVM's nu-SVC has no per-class bound),
         without effect on the fit; weigh samples with ``sample_weight``.
-    solver : {'auto', 'smo2', 'smo1'}, default='auto'
-        'smo2' (second-order working pairs), 'smo1' (maximal violating pairs); 'auto' is 'smo2'.
+    solver : {'auto', 'smo2', 'smo1', 'batched'}, default='auto'
+        'smo2' (second-order working pairs within a class), 'smo1' (maximal violating pairs),
+        'batched' (the two-level route, blocks of violators of both classes); 'auto' as SVC's.
 
     Attributes
     ----------
@@ -748,7 +750,7 @@ class NuSVC(_BaseSVC):
     True
     """
 
-    _solvers = NU_SOLVERS
+    _solvers = NUSVC_SOLVERS
     _warm_starts = False
     _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
 

@@ -128,7 +128,6 @@ public:
         if (opt_.nu) {
             if (opt_.conjugate || !kQuadratic)
                 throw std::invalid_argument("nu problems take plain pairs and the linear term");
-            opt_.batched = false;  // the block selection knows one equality only
             for (auto* mask : {&up_cls_[0], &up_cls_[1], &low_cls_[0], &low_cls_[1]}) mask->assign(l, 0);
             for (int64_t t = 0; t < l; ++t) update_status(t);
         }
@@ -882,7 +881,8 @@ private:
     }
 
     // q/2 most violating variables from each side: the top of I_up by F and the bottom of I_low by
-    // F, taken alternately (a free variable is in both lists and is taken once).
+    // F, taken alternately (a free variable is in both lists and is taken once). nu: ranked by their
+    // violation within their class, F - M_s (up) and m_s - F (low), so both classes enter the block.
     // The candidates are ranked by (key, position), a total order: each chunk keeps its own q best
     // (in parallel), then the union's q best are taken, the same set whatever the chunks.
     void select_working_block(int64_t q, std::vector<int64_t>& B, std::vector<char>& taken) {
@@ -894,13 +894,17 @@ private:
         };
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 8.0, opt_.nthreads);
+        double m_s[2] = {0, 0}, M_s[2] = {0, 0};  // nu: the class extremes the keys are taken against
+        if (opt_.nu)
+            for (int s = 0; s < 2; ++s) violation_extremes(m_s[s], M_s[s], s);
         std::vector<std::vector<Candidate>> ups(nc), lows(nc);
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             auto& uc = ups[c];
             auto& lc = lows[c];
             for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
-                if (in_up(t)) uc.emplace_back(-F(t), t);
-                if (in_low(t)) lc.emplace_back(F(t), t);
+                const double up_ref = opt_.nu ? M_s[cls(t)] : 0.0, low_ref = opt_.nu ? m_s[cls(t)] : 0.0;
+                if (in_up(t)) uc.emplace_back(-(F(t) - up_ref), t);
+                if (in_low(t)) lc.emplace_back(F(t) - low_ref, t);
             }
             keep_best(uc);
             keep_best(lc);
@@ -944,6 +948,22 @@ private:
         for (int64_t t : B) taken[t] = 0;
     }
 
+    // the KKT gap m - M over the active set; nu: the larger of the two classes'
+    double current_gap() const {
+        if (!opt_.nu) {
+            double m, M;
+            violation_extremes(m, M);
+            return m - M;
+        }
+        double gap = -std::numeric_limits<double>::infinity();
+        for (int s = 0; s < 2; ++s) {
+            double m, M;
+            violation_extremes(m, M, s);
+            if (std::isfinite(m) && std::isfinite(M)) gap = std::max(gap, m - M);
+        }
+        return gap;
+    }
+
     void solve_batched(SolverResult& res) {
         const int64_t q = choose_block_size();
         res.q = q;
@@ -964,10 +984,9 @@ private:
                 since_shrink = 0;
                 B.clear();  // positions moved: no previous block to keep
             }
-            double m, M;
-            violation_extremes(m, M);
-            last_gap_ = m - M;
-            if (!(m - M >= opt_.tol)) {
+            const double gap = current_gap();
+            last_gap_ = gap;
+            if (!(gap >= opt_.tol)) {
                 if (active_size_ == l_) break;
                 reconstruct_gradient();  // final unshrink check
                 active_size_ = l_;
@@ -990,13 +1009,20 @@ private:
                 for (int64_t s = 0; s < qb; ++s) qa += double(Qsub[r * qb + s]) * sa[s];
                 sp[r] = sg[r] - qa - term_.dh(sa[r], sC[r]);
             }
-            double local_m = -std::numeric_limits<double>::infinity(), local_M = -local_m;
+            double local_m[2], local_M[2];  // within each class for nu (else class 0 holds all)
+            local_m[0] = local_m[1] = -std::numeric_limits<double>::infinity();
+            local_M[0] = local_M[1] = std::numeric_limits<double>::infinity();
             for (int64_t r = 0; r < qb; ++r) {
-                if (in_up(B[r])) local_m = std::max(local_m, F(B[r]));
-                if (in_low(B[r])) local_M = std::min(local_M, F(B[r]));
+                const int s = opt_.nu ? cls(B[r]) : 0;
+                if (in_up(B[r])) local_m[s] = std::max(local_m[s], F(B[r]));
+                if (in_low(B[r])) local_M[s] = std::min(local_M[s], F(B[r]));
             }
+            double local_gap = 0.0;
+            for (int s = 0; s < 2; ++s)
+                if (std::isfinite(local_m[s]) && std::isfinite(local_M[s])) local_gap = std::max(local_gap, local_m[s] - local_M[s]);
             SolverOptions sub;
-            sub.tol = std::max(opt_.tol, 0.1 * (local_m - local_M));  // ThunderSVM's local stopping rule
+            sub.tol = std::max(opt_.tol, 0.1 * local_gap);  // ThunderSVM's local stopping rule
+            sub.nu = opt_.nu;  // the sub-problem's pairs within a class keep the class sums
             sub.max_iter = 100 * qb;
             sub.shrinking = false;
             sub.second_order = opt_.second_order;
