@@ -119,15 +119,20 @@ namespace detail {
 // the team whose master is this thread (set by run_in_team), and whether this thread is a helper
 inline thread_local Team* master_of = nullptr;
 inline thread_local bool in_helper = false;
+inline thread_local bool in_loop = false;  // the master is running a loop's chunk: a nested loop runs serially
 }  // namespace detail
 
 // fn(c) for c in [0, n_chunks): on the team when called by its master, serially inside a chunk
 // (nested), and as an OpenMP parallel for when nthreads > 1 outside any team (e.g. prediction).
 template <class Fn>
 void for_chunks(int64_t n_chunks, int nthreads, Fn&& fn) {
-    if (n_chunks <= 1 || nthreads <= 1 || detail::in_helper) {
+    if (n_chunks <= 1 || nthreads <= 1 || detail::in_helper || detail::in_loop) {
         for (int64_t c = 0; c < n_chunks; ++c) fn(c);
     } else if (detail::master_of) {
+        struct InLoop {  // (a published loop must not be replaced while its chunks run)
+            InLoop() { detail::in_loop = true; }
+            ~InLoop() { detail::in_loop = false; }
+        } guard;
         detail::master_of->run(n_chunks, fn);
     } else if (omp_in_parallel()) {
         for (int64_t c = 0; c < n_chunks; ++c) fn(c);
