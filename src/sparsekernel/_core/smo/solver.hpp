@@ -128,7 +128,7 @@ public:
         if (opt_.nu) {
             if (opt_.conjugate || !kQuadratic)
                 throw std::invalid_argument("nu problems take plain pairs and the linear term");
-            for (auto* mask : {&up_cls_[0], &up_cls_[1], &low_cls_[0], &low_cls_[1]}) mask->assign(l, 0);
+            for (auto* mask : {&low_cls_[0], &low_cls_[1]}) mask->assign(l, 0);
             for (int64_t t = 0; t < l; ++t) update_status(t);
         }
         if (opt_.conjugate) {
@@ -182,11 +182,10 @@ private:
         at_hi_[t] = a_[t] >= hi_[t];
         can_up_[t] = y_[t] > 0 ? !at_hi_[t] : !at_lo_[t];
         can_low_[t] = y_[t] > 0 ? !at_lo_[t] : !at_hi_[t];
-        if (!up_cls_[0].empty()) {  // nu: the same sets within each class
+        if (!low_cls_[0].empty()) {  // nu: I_low within each class (the mask its j scans take)
             const int s = cls(t);
-            up_cls_[s][t] = can_up_[t];
             low_cls_[s][t] = can_low_[t];
-            up_cls_[1 - s][t] = low_cls_[1 - s][t] = 0;
+            low_cls_[1 - s][t] = 0;
         }
     }
     int cls(int64_t t) const { return y_[t] > 0 ? 0 : 1; }  // nu: the label class of position t
@@ -293,7 +292,6 @@ private:
         std::swap(can_low_[i], can_low_[j]);
         if (opt_.nu) {
             for (int s = 0; s < 2; ++s) {
-                std::swap(up_cls_[s][i], up_cls_[s][j]);
                 std::swap(low_cls_[s][i], low_cls_[s][j]);
             }
         }
@@ -303,17 +301,16 @@ private:
     // m = max_{I_up} F, M = min_{I_low} F over the active set (chunks in parallel; max and min are
     // exact, so the result does not depend on the threads); within label class `s` when s >= 0 (nu)
     void violation_extremes(double& m, double& M, int s = -1) const {
-        const uint8_t* up = s < 0 ? can_up_.data() : up_cls_[s].data();
-        const uint8_t* low = s < 0 ? can_low_.data() : low_cls_[s].data();
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 2.0, opt_.nthreads);
         std::vector<std::pair<double, double>> part(nc);
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             double mc = -std::numeric_limits<double>::infinity(), Mc = std::numeric_limits<double>::infinity();
             for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                if (s >= 0 && cls(t) != s) continue;
                 const double f = F(t);
-                if (up[t]) mc = std::max(mc, f);
-                if (low[t]) Mc = std::min(Mc, f);
+                if (can_up_[t]) mc = std::max(mc, f);
+                if (can_low_[t]) Mc = std::min(Mc, f);
             }
             part[c] = {mc, Mc};
         });
@@ -1223,7 +1220,7 @@ private:
     std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
     std::vector<char> at_lo_, at_hi_;      // a_t at its lower / upper bound
     std::vector<uint8_t> can_up_, can_low_;  // t in I_up / I_low (derived from the above and y_t)
-    std::vector<uint8_t> up_cls_[2], low_cls_[2];  // nu: I_up, I_low within class 0 (y > 0) and 1
+    std::vector<uint8_t> low_cls_[2];  // nu: I_low within class 0 (y > 0) and 1 (the j scans' masks)
     std::vector<int64_t> active_set_;
     bool unshrunk_ = false;
     std::vector<UpScan> up_;  // per-chunk partial results of the scans
