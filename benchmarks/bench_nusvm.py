@@ -43,15 +43,6 @@ TOL, CACHE_SIZE = 1e-3, 200
 DUAL_BLOCK = 1024
 
 
-def pin(cores: set[int]) -> None:
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cores)
-        except ProcessLookupError:
-            pass
-    os.sched_setaffinity(0, cores)
-
-
 def parse_args(argv=None):
     sys.path.insert(0, str(HERE))
     from _args import csv_list
@@ -74,6 +65,8 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     cores = {int(c) for c in args.cores.split(",")}
+    from bench_scaling import pin  # standard library only: safe before pinning
+
     pin(cores)  # before numpy and the libraries start their thread pools
     import numpy as np
     import scipy.sparse as sp
