@@ -841,24 +841,13 @@ private:
         accumulate_rows(free_vars, active_size_, l_, G_.data() + active_size_);
     }
 
-    // G = Qa + psi'(a) (and G_bar) recomputed from a over all positions, as kernel blocks: drops the
+    // G = Qa + psi'(a) (and G_bar) recomputed from a over all positions, as at the start: drops the
     // rounding the O(N) updates accumulated (the stall guard of solve_pairs)
     void refresh_gradient() {
         maximal_violator_known_ = false;
         reset_direction();
         active_size_ = l_;
-        std::vector<int64_t> all, bounded;
-        for (int64_t t = 0; t < l_; ++t) {
-            G_[t] = dpsi(t);
-            if (a_[t] == 0.0) continue;
-            all.push_back(t);
-            if (keep_gbar() && is_bounded(t)) bounded.push_back(t);
-        }
-        accumulate_rows(all, 0, l_, G_.data());
-        if (keep_gbar()) {
-            Gbar_.assign(l_, 0.0);
-            accumulate_rows(bounded, 0, l_, Gbar_.data());
-        }
+        initialize_gradient(nullptr);
     }
 
     // ------------------------------------------------------------------ batched route
