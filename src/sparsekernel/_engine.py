@@ -145,17 +145,24 @@ class SolveResult:
     trace_width: int | None = None
     warm_started: bool = False
     n_threads: int = 1
+    levels: list | None = None  # a divided solve's levels (_dc.LevelStats), lowest first, the whole problem last
+    cluster_rho: np.ndarray | None = field(default=None, repr=False)  # a solve stopped at a level: rho per cluster
     y: np.ndarray | None = field(default=None, repr=False)
     lo: np.ndarray | None = field(default=None, repr=False)
     hi: np.ndarray | None = field(default=None, repr=False)
     idx: np.ndarray | None = field(default=None, repr=False)
 
-    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx")
+    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx", "cluster_rho")
 
     def stats(self):
         """The solve's statistics as a dict (an entry of the estimators' ``solver_stats_``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in self._ARRAYS and not (f.name.startswith("trace") and self.trace is None)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in self._ARRAYS and not (f.name.startswith("trace") and self.trace is None)}
+        if self.levels is None:
+            del out["levels"]
+        else:
+            out["levels"] = [vars(s).copy() for s in self.levels]
+        return out
 
 
 def solve(X, kernel, problem, options, *, a0=None, g0=None, session=None, cancel=None, time_limit=0.0, progress=None):
@@ -241,10 +248,12 @@ class FitWarmth:
                                                             for k in range(n_problems))
 
 
-def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1):
+def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1, divide=None):
     """Solve the problems (DualProblems over rows of X) in ``workers`` threads (each with
     ``options.threads`` of its own), warm-started and in kept sessions where ``warmth`` (FitWarmth)
-    has them, reporting to the fit's ``monitor`` (progress, time limit). Returns SolveResults."""
+    has them, reporting to the fit's ``monitor`` (progress, time limit). ``divide`` (a
+    ``_dc.Divide``): a problem without a warm start is solved by divide and conquer. Returns
+    SolveResults."""
     warmth = warmth if warmth is not None else FitWarmth()
     store = warmth.store
     precomputed = kernel.name == "precomputed"
@@ -268,9 +277,14 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
                 session = open_session(Xc, kernel, pr, cache_mb=session_mb, threads=options.threads,
                                        shared=None if source is None else source.rows, global_index=rows_of)
         progress = monitor.problem(k) if monitor is not None else None
-        r = solve(Xc, kernel, pr, options, a0=a0, g0=g0, session=session, cancel=token,
-                  time_limit=monitor.remaining() if monitor is not None else 0.0,
-                  progress=progress.engine_callback() if progress is not None else None)
+        time_limit = monitor.remaining() if monitor is not None else 0.0
+        callback = progress.engine_callback() if progress is not None else None
+        if divide is not None and a0 is None:
+            r = divide.solve(X, Xc, kernel, pr, options, solve=solve, cancel=token, time_limit=time_limit,
+                             progress=callback, session=session)
+        else:
+            r = solve(Xc, kernel, pr, options, a0=a0, g0=g0, session=session, cancel=token, time_limit=time_limit,
+                      progress=callback)
         if progress is not None:
             progress.end(r.n_iter, r.gap, len(pr.y), r.status)
         r.warm_started = a0 is not None

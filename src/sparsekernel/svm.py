@@ -23,7 +23,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from . import _engine
+from . import _dc, _engine
 from ._engine import DualProblem, KernelSpec, SolverOptions
 from ._warm import restore_prefitted
 from ._base import (
@@ -46,8 +46,9 @@ from ._base import (
     with_callbacks,
 )
 
-SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
-SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo")
+SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo", "dc")
+SVR_SOLVERS = ("auto", "smo2", "smo1", "csmo", "dc")
+ONE_CLASS_SOLVERS = ("auto", "smo2", "smo1", "batched", "csmo")
 # the nu problems run plain pairs (the engine has no block selection or conjugate step for two equalities)
 NU_SOLVERS = ("auto", "smo2", "smo1")
 NUSVC_SOLVERS = NU_SOLVERS + ("batched",)  # the two-level route keeps the class sums too (its blocks span both)
@@ -147,6 +148,18 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree, allow_callable=True)
         if self.solver not in self._solvers:
             raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}")
+        early = getattr(self, "early_stop_level", None)
+        if early is not None:
+            if not isinstance(early, numbers.Integral) or isinstance(early, bool) or early < 1:
+                raise ValueError(f"early_stop_level must be None or an integer >= 1, got {early!r}")
+            if self.solver != "dc":
+                raise ValueError(f"early_stop_level applies to solver='dc' only, got solver={self.solver!r}")
+            if getattr(self, "probability", False) is True:
+                raise ValueError("early_stop_level does not combine with probability=True (the clusters' models "
+                                 "have no common decision values to calibrate)")
+        if self.solver == "dc" and self._kernel_name() == "precomputed":
+            raise ValueError("solver='dc' clusters the points in the kernel's feature space: it needs X, not a "
+                             "precomputed or callable kernel")
         if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
                 self.max_iter < 1 and self.max_iter != -1):
             raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
@@ -183,6 +196,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         self._set_support_vectors(X, support, inputs)
         self.n_iter_ = int(r.n_iter)
         self._store_diagnostics([r])
+        self._keep_early_model([r])
 
     def _monitor(self, n_problems, threads, X, y, warmth):
         """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems (a
@@ -194,11 +208,34 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """The engine route of a fit on X ('auto' resolved as above)."""
         if self.solver != "auto":
             return self.solver
+        return self._plain_route(X)
+
+    def _plain_route(self, X=None):
+        """The route of the solves themselves ('dc' divides the problem, then solves on this one)."""
+        if self.solver not in ("auto", "dc"):
+            return self.solver
         if (X is not None and "batched" in self._solvers and not sp.issparse(X)
                 and self._kernel_name() != "precomputed" and X.ndim == 2
                 and X.shape[1] >= _BLOCK_MIN_FEATURES and X.shape[0] >= _BLOCK_MIN_ROWS):
             return "batched"
         return _AUTO_ROUTE
+
+    def _decision_values(self, X, coef, intercept):
+        """The expansion's decision values; a model stopped at a level of the divided solve
+        (``early_stop_level``) predicts each point by the model of its cluster."""
+        early = self.__dict__.get("_early")
+        if early is None:
+            return super()._decision_values(X, coef, intercept)
+        return early.decision(self, X, coef)
+
+    def _keep_early_model(self, results):
+        """After a fit stopped at a level (``early_stop_level``): the clusters' offsets, per problem,
+        and the cluster of every support vector."""
+        self._early = None
+        if results and results[0].cluster_rho is not None:
+            self._early = _dc.EarlyModel(self.dc_partition_, int(self.early_stop_level),
+                                         self.dc_partition_.labels[int(self.early_stop_level) - 1][self.support_],
+                                         -np.stack([r.cluster_rho for r in results], axis=1))
 
     def _kernel_name(self):
         """The kernel the engine runs: a callable kernel's Gram matrix is a precomputed kernel."""
@@ -265,15 +302,28 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         kernel = self._kernel_spec()
         if kernel.name != "precomputed":
             X = engine_storage(X, kernel.name)  # a dense X of mostly zeros (or one value per column): CSR
-        route = self._route(X)
-        self.solver_ = route
+        self.solver_ = self._route(X)
+        route = self._plain_route(X)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=route != "smo1", batched=route == "batched",
                                 working_set_size=int(getattr(self, "working_set_size", 0) or 0),
                                 conjugate=route == "csmo",
                                 cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
                                 threads=1 if workers > 1 else threads)
-        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers)
+        divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
+        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
+                                      divide=divide)
+
+    def _divide(self, X, kernel, threads, workers):
+        """The fit's _dc.Divide: its rows' cluster tree (the same for all its problems; a fixed seed,
+        so that fits repeat), the level to stop at and the threads for a level's clusters."""
+        k = _dc.CHILDREN
+        levels = _dc.n_levels_for(X.shape[0], k)
+        stop = getattr(self, "early_stop_level", None) or 0
+        levels = max(levels, stop)
+        partition = _dc.build_partition(X, kernel, k, levels, np.random.RandomState(0), threads)
+        self.dc_partition_ = partition
+        return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
 
     def _store_diagnostics(self, results):
         self.n_kernel_evals_ = np.array([r.kernel_evals for r in results], dtype=np.int64)
@@ -396,6 +446,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         self.intercept_ = sign * self._intercept
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
         self._store_diagnostics(results)
+        self._keep_early_model(results)
 
     def _fit_platt(self, X, problems, threads):
         """Platt scaling of every pairwise problem, as LIBSVM's svm_binary_svc_probability: decision
@@ -498,7 +549,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         meaning class a."""
         n_classes = len(self.classes_)
         n_pairs = n_classes * (n_classes - 1) // 2
-        if n_pairs * len(self.support_) <= _OVO_COEF_ENTRIES:
+        if n_pairs * len(self.support_) <= _OVO_COEF_ENTRIES or self.__dict__.get("_early") is not None:
             return self._decision_values(X, self._ovo_coef(), self._intercept)
         # many classes: the pairs' coefficients as one matrix would be mostly zeros; pair by pair
         X = self._validate_X(X)
@@ -586,7 +637,7 @@ class SVC(_BaseSVC):
         the one-vs-one vote.
     random_state : int, RandomState or None, default=None
         The folds of ``probability=True``'s cross-validation; the solver itself is deterministic.
-    solver : {'auto', 'smo2', 'smo1', 'batched', 'csmo'}, default='auto'
+    solver : {'auto', 'smo2', 'smo1', 'batched', 'csmo', 'dc'}, default='auto'
         'smo2': pair SMO with second-order working-set selection (Fan, Chen & Lin 2005);
         'smo1': pair SMO with the maximal violating pair; 'batched': two-level decomposition (blocks
         of ``working_set_size`` variables whose kernel rows are computed as one block, sub-problem
@@ -602,6 +653,19 @@ class SVC(_BaseSVC):
         Shrinking works with 'csmo': the conjugate direction restarts from the plain pair whenever
         the active set changes, so between two changes the iteration is the paper's Algorithm 2 on
         the active variables.
+        'dc': divide and conquer (DC-SVM, Hsieh, Si & Dhillon 2014): the points are clustered by
+        kernel k-means into a tree (4 children per cluster, lowest clusters of about 4000
+        points), each cluster's problem is solved alone (in parallel threads), each level starts
+        from its children's solutions and the whole problem from level 1's; the result is the
+        same SVM to ``tol``. It pays when the kernel is local against the spread of the data
+        (large gamma) and the problem needs many SMO steps (large C); with gamma='scale' on
+        standardised data every point reaches every other and it is slower than 'smo2'
+        (benchmarks/bench_large.py). Its cluster tree is kept as ``dc_partition_``.
+    early_stop_level : int or None, default=None
+        With solver='dc': stop at this level of the tree (1: its 4 top clusters, l: 4^l clusters)
+        and predict each point by the model of the cluster it falls in (the paper's early
+        prediction): a fraction of the exact fit's time, a model that is not the SVM's solution.
+        ``intercept_`` is then the median of the clusters' offsets.
     working_set_size : int or None, default=None
         Block size q of the batched route (None: 256 per 4 threads, at most a quarter of the rows
         the cache holds).
@@ -665,7 +729,7 @@ class SVC(_BaseSVC):
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
                  break_ties=False, random_state=None, solver="auto", working_set_size=None, warm_start=False,
-                 n_jobs=None, time_limit=None):
+                 n_jobs=None, time_limit=None, early_stop_level=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -686,6 +750,7 @@ class SVC(_BaseSVC):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.time_limit = time_limit
+        self.early_stop_level = early_stop_level
 
     def _bounds(self, y_enc, sample_weight, n):
         return per_sample_bounds(float(self.C), self.classes_, y_enc, self.class_weight, sample_weight, n)
@@ -861,11 +926,13 @@ class SVR(_BaseSVR):
         As :class:`sparsekernel.SVC`.
     epsilon : float, default=0.1
         Width of the insensitive tube (>= 0).
-    solver : {'auto', 'smo2', 'smo1', 'csmo'}, default='auto'
+    solver : {'auto', 'smo2', 'smo1', 'csmo', 'dc'}, default='auto'
         As :class:`sparsekernel.SVC` (no batched route for the 2N-variable problem).
     warm_start : bool, default=False
         As :class:`sparsekernel.SVC`; a change of epsilon keeps the kernel, so the warm start then
         needs no kernel evaluation at all.
+    early_stop_level : int or None, default=None
+        As :class:`sparsekernel.SVC` (solver='dc' only).
 
     Attributes
     ----------
@@ -888,7 +955,7 @@ class SVR(_BaseSVR):
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
                  shrinking=True, cache_size=200, verbose=False, max_iter=-1, solver="auto", warm_start=False,
-                 n_jobs=None, time_limit=None):
+                 n_jobs=None, time_limit=None, early_stop_level=None):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -904,6 +971,7 @@ class SVR(_BaseSVR):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.time_limit = time_limit
+        self.early_stop_level = early_stop_level
 
     def _check_params(self):
         threads = self._check_common_params()
@@ -1036,7 +1104,7 @@ class OneClassSVM(OutlierMixin, _BaseSMO):
     True
     """
 
-    _solvers = SOLVERS
+    _solvers = ONE_CLASS_SOLVERS
     _warm_starts = False
     _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
 

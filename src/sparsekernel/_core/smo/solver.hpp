@@ -200,39 +200,46 @@ private:
         } else {
             for (int64_t t = 0; t < l_; ++t) G_[t] = dpsi(t);
         }
-        std::vector<int64_t> all, bounded;  // the rows this start-up needs
+        // the rows this start-up needs, each once: G_bar's (bounded a_i != 0) and, without G0, the
+        // other nonzero a_i's; G = psi'(a) + (their sum) + G_bar
+        std::vector<int64_t> rest, bounded;
         for (int64_t i = 0; i < l_; ++i) {
             if (a_[i] == 0.0) continue;
-            if (!G0) all.push_back(i);
-            if (keep_gbar() && is_bounded(i)) bounded.push_back(i);
+            if (keep_gbar() && is_bounded(i)) {
+                bounded.push_back(i);
+            } else if (!G0) {
+                rest.push_back(i);
+            }
         }
+        const bool add_gbar = !G0 && !bounded.empty();
         if constexpr (QM::kKernelRows) {
-            if (all.size() + bounded.size() >= 64) {
+            if (rest.size() + bounded.size() >= 64) {
                 if (Q_.capacity_rows(l_) >= l_) {
                     // the cache holds every row: compute them once, as kernel blocks, and keep them
                     // (the entropic solve revisits every row several times)
-                    accumulate_cached_rows(all, G_.data());
+                    accumulate_cached_rows(rest, G_.data());
                     accumulate_cached_rows(bounded, Gbar_.data());
                 } else {
-                    accumulate_rows(all, 0, l_, G_.data());
+                    accumulate_rows(rest, 0, l_, G_.data());
                     accumulate_rows(bounded, 0, l_, Gbar_.data());
                 }
+                if (add_gbar)
+                    for (int64_t k = 0; k < l_; ++k) G_[k] += Gbar_[k];
                 return;
             }
         }
-        for (int64_t i = 0; i < l_; ++i) {
-            if (a_[i] == 0.0) continue;
-            if (!G0 || (keep_gbar() && is_bounded(i))) {
-                const float* Qi = Q_.get_Q(i, l_);
-                if (!G0)
-                    for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
-                if (keep_gbar() && is_bounded(i))
-                    for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
-            }
+        for (int64_t i : rest) {
+            const float* Qi = Q_.get_Q(i, l_);
+            for (int64_t k = 0; k < l_; ++k) G_[k] += a_[i] * Qi[k];
         }
+        for (int64_t i : bounded) {
+            const float* Qi = Q_.get_Q(i, l_);
+            for (int64_t k = 0; k < l_; ++k) Gbar_[k] += a_[i] * Qi[k];
+        }
+        if (add_gbar)
+            for (int64_t k = 0; k < l_; ++k) G_[k] += Gbar_[k];
     }
 
-    // out[k] += sum_{s in vars} a_s Q_sk for k < l, the rows fetched through the cache as blocks
     void accumulate_cached_rows(const std::vector<int64_t>& vars, double* out) {
         constexpr int64_t kGroup = 128;
         std::vector<const float*> rows(kGroup);
