@@ -129,13 +129,15 @@ def _nearest(X, B, evaluator, members, self_terms):
     return np.argmax(scores, axis=1)
 
 
-def build_partition(X, kernel, k, n_levels, rng, threads=1):
-    """A Partition of the rows of X for ``kernel`` (KernelSpec): kernel k-means on a sample, level by
-    level within each cluster's share of the sample, then every row routed down the tree."""
-    n = X.shape[0]
-    evaluator = KernelEvaluator(kernel.name, kernel.gamma, kernel.coef0, kernel.degree, threads)
-    m = int(min(n, max(_SAMPLE_PER_LEAF * k ** n_levels, 4 * k), _MAX_SAMPLE))
-    S = X[np.sort(rng.choice(n, size=m, replace=False))]
+def sample_size(n, k, n_levels):
+    """The rows the clustering samples from n (enough per lowest cluster, at most _MAX_SAMPLE)."""
+    return int(min(n, max(_SAMPLE_PER_LEAF * k ** n_levels, 4 * k), _MAX_SAMPLE))
+
+
+def cluster_sample(S, kernel, k, n_levels, rng, threads=1):
+    """The cluster tree (a Partition without labels) of the sampled rows S, for ``kernel``
+    (KernelSpec): kernel k-means, level by level within each cluster's share of the sample."""
+    m = S.shape[0]
     S_core = core_matrix(S)
     K = _core.kernel_matrix(S_core, S_core, kernel.code, kernel.gamma, kernel.coef0, kernel.degree, threads)
     sample_labels = np.zeros(m, dtype=np.int64)
@@ -159,7 +161,21 @@ def build_partition(X, kernel, k, n_levels, rng, threads=1):
         centres.append(level_centres)
         self_terms.append(terms)
         sample_labels = new
-    partition = Partition(k=k, sample_X=S, centres=centres, self_terms=self_terms)
+    return Partition(k=k, sample_X=S, centres=centres, self_terms=self_terms)
+
+
+def evaluator_for(kernel, threads=1):
+    """The KernelEvaluator that routes points down a tree for ``kernel`` (KernelSpec)."""
+    return KernelEvaluator(kernel.name, kernel.gamma, kernel.coef0, kernel.degree, threads)
+
+
+def build_partition(X, kernel, k, n_levels, rng, threads=1):
+    """A Partition of the rows of X (in memory) for ``kernel``: the tree of a sample of the rows
+    (``cluster_sample``), then every row routed down it (the clusters of every level)."""
+    n = X.shape[0]
+    S = X[np.sort(rng.choice(n, size=sample_size(n, k, n_levels), replace=False))]
+    partition = cluster_sample(S, kernel, k, n_levels, rng, threads)
+    evaluator = evaluator_for(kernel, threads)
     labels = np.zeros(n, dtype=np.int64)
     for lev in range(1, n_levels + 1):
         labels = partition.descend(X, evaluator, labels, lev)
@@ -218,6 +234,17 @@ class LevelStats:
 
 
 @dataclass
+class ClusterTask:
+    """One cluster's problem at one level: its id, the positions of its variables in the whole
+    problem, the restricted DualProblem and its start (None: the problem's own start)."""
+
+    cluster: int
+    var: np.ndarray
+    problem: object
+    a0: np.ndarray | None
+
+
+@dataclass
 class Divide:
     """How a fit's problems are divided: the Partition of the fit's rows, the level the solve stops
     at (0: the whole problem, the exact SVM; l >= 1: the clusters' models at level l) and the
@@ -227,62 +254,57 @@ class Divide:
     stop_level: int = 0
     workers: int = 1
 
-    def solve(self, X, X_problem, kernel, problem, options, *, solve, cancel=None, time_limit=0.0, progress=None,
-              session=None):
-        """Solve ``problem`` (a DualProblem over rows of X, ``X_problem`` those rows) from its lowest
-        level up with ``solve``
-        (``_engine.solve``). The result is the whole problem's SolveResult, with ``levels`` (the
-        LevelStats) and, when stopped at a level, ``cluster_rho`` (each cluster's offset) instead
+    def cluster_options(self, options):
+        """The engine options of one cluster's solve: one thread, a share of the cache."""
+        return replace(options, threads=1, cache_mb=options.cache_mb / max(1, self.workers))
+
+    def solve(self, problem, *, solve_clusters, solve_whole, time_limit=0.0):
+        """Solve ``problem`` (a DualProblem over the partitioned rows) from its lowest level up:
+        ``solve_clusters(tasks, time_limit)`` solves a level's ClusterTasks (their SolveResults, in
+        order), ``solve_whole(a0, time_limit)`` the whole problem from a0 -- in threads here
+        (:func:`solve_in_memory`), in Dask tasks on the workers that hold the rows
+        (``sparsekernel.dask``). The result is the whole problem's SolveResult with ``levels``
+        (LevelStats) and, when stopped at a level, ``cluster_rho`` (each cluster's offset) instead
         of the final solve."""
         t_end = time.perf_counter() + time_limit if time_limit > 0 else None
         remaining = (lambda: 0.0 if t_end is None else max(t_end - time.perf_counter(), 1e-3))
         labels = [lab if problem.idx is None else lab[problem.idx] for lab in self.partition.labels]
         a = (problem.lo if problem.start is None else problem.start).astype(np.float64, copy=True)
-        sub_options = replace(options, threads=1, cache_mb=options.cache_mb / max(1, self.workers))
-        levels, results = [], []
+        levels, done = [], []
         for level in range(self.partition.n_levels, max(self.stop_level, 1) - 1, -1):
             t0 = time.perf_counter()
-            ids, inverse = np.unique(labels[level - 1], return_inverse=True)
-            order = np.argsort(inverse, kind="stable")
-            bounds = np.searchsorted(inverse[order], np.arange(len(ids) + 1))
-            clusters = [(int(ids[c]), order[bounds[c]:bounds[c + 1]]) for c in range(len(ids))]
-
-            def solve_cluster(task, token, level=level):
-                cid, rows = task
+            tasks, done = [], []
+            for cid, rows in _clusters(labels[level - 1]):
                 sub, var = restrict(problem, rows)
                 if problem.kind == "binary" and (np.all(sub.y > 0) or np.all(sub.y < 0)):
-                    return cid, var, None  # one class: a = lo is the solution (y'a = 0, a >= 0)
-                a0 = None if level == self.partition.n_levels else a[var]
-                r = solve(X[sub.idx], kernel, sub, sub_options, a0=a0, cancel=token, time_limit=remaining())
-                return cid, var, r
-
-            results = run_parallel(solve_cluster, clusters, self.workers)
-            for _, var, r in results:
-                if r is not None:
-                    a[var] = r.alpha
-            levels.append(LevelStats(level, len(clusters), time.perf_counter() - t0,
-                                     sum(r.n_iter for _, _, r in results if r is not None),
-                                     sum(r.kernel_evals for _, _, r in results if r is not None)))
-            if any(r is not None and r.status != 0 for _, _, r in results):
+                    done.append((cid, var, None))  # one class: a = lo is the solution (y'a = 0, a >= 0)
+                else:
+                    tasks.append(ClusterTask(cid, var, sub, None if level == self.partition.n_levels else a[var]))
+            results = solve_clusters(tasks, remaining())
+            done += [(t.cluster, t.var, r) for t, r in zip(tasks, results)]
+            for t, r in zip(tasks, results):
+                a[t.var] = r.alpha
+            levels.append(LevelStats(level, len(done), time.perf_counter() - t0, sum(r.n_iter for r in results),
+                                     sum(r.kernel_evals for r in results)))
+            if any(r.status != 0 for r in results):
                 break  # interrupted or out of time: what is solved so far is the start of the last solve
         if self.stop_level >= 1:
-            return self._early_result(problem, a, results, levels)
+            return self._early_result(problem, a, done, levels)
         t0 = time.perf_counter()
-        r = solve(X_problem, kernel, problem, options, a0=a, session=session, cancel=cancel, time_limit=remaining(),
-                  progress=progress)
+        r = solve_whole(a, remaining())
         levels.append(LevelStats(0, 1, time.perf_counter() - t0, r.n_iter, r.kernel_evals))
         r.n_iter = sum(s.n_iter for s in levels)
         r.kernel_evals = sum(s.kernel_evals for s in levels)
         r.levels = levels
         return r
 
-    def _early_result(self, problem, a, results, levels):
+    def _early_result(self, problem, a, done, levels):
         """The result of a solve stopped at a level: the clusters' solutions side by side, each
         cluster's offset rho (a cluster of one class: rho = -y, its decision the class)."""
         n_clusters = self.partition.k ** self.stop_level
         cluster_rho = np.zeros(n_clusters)
-        solved = [r for _, _, r in results if r is not None]
-        for cid, var, r in results:
+        solved = [r for _, _, r in done if r is not None]
+        for cid, var, r in done:
             cluster_rho[cid] = r.rho if r is not None else -float(problem.y[var[0]])
         template = solved[0] if solved else None
         status = max((r.status for r in solved), default=0)
@@ -293,3 +315,29 @@ class Divide:
                            conjugate_fallbacks=0, kernel_evals=sum(s.kernel_evals for s in levels),
                            cache_hits=0, cache_misses=0, cache_peak_bytes=0, levels=levels,
                            cluster_rho=cluster_rho, y=problem.y, lo=problem.lo, hi=problem.hi, idx=problem.idx)
+
+
+def _clusters(labels):
+    """(cluster id, positions) of every cluster present in ``labels``, positions ascending."""
+    ids, inverse = np.unique(labels, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(ids) + 1))
+    return [(int(ids[c]), order[bounds[c]:bounds[c + 1]]) for c in range(len(ids))]
+
+
+def solve_in_memory(divide, X, X_problem, kernel, problem, options, *, solve, cancel=None, time_limit=0.0,
+                    progress=None, session=None):
+    """Divide.solve on X in this process: a level's clusters in ``divide.workers`` threads (one
+    engine thread each), the whole problem on ``X_problem`` (its rows of X) with the fit's options,
+    session and progress; ``solve`` is ``_engine.solve``."""
+    cluster_options = divide.cluster_options(options)
+
+    def solve_clusters(tasks, limit):
+        return run_parallel(lambda t, token: solve(X[t.problem.idx], kernel, t.problem, cluster_options, a0=t.a0,
+                                                   cancel=token, time_limit=limit), tasks, divide.workers)
+
+    def solve_whole(a0, limit):
+        return solve(X_problem, kernel, problem, options, a0=a0, session=session, cancel=cancel, time_limit=limit,
+                     progress=progress)
+
+    return divide.solve(problem, solve_clusters=solve_clusters, solve_whole=solve_whole, time_limit=time_limit)

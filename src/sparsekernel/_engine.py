@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _core
 from ._base import KERNELS, core_matrix, run_parallel
+from ._dc import solve_in_memory
 from ._warm import DualState, PathStore, data_fingerprint, search_store, warm_point
 
 # the kinds of dual problem: one variable per point, or eps-SVR's two (a+ and a-) per point
@@ -280,8 +281,8 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
         time_limit = monitor.remaining() if monitor is not None else 0.0
         callback = progress.engine_callback() if progress is not None else None
         if divide is not None and a0 is None:
-            r = divide.solve(X, Xc, kernel, pr, options, solve=solve, cancel=token, time_limit=time_limit,
-                             progress=callback, session=session)
+            r = solve_in_memory(divide, X, Xc, kernel, pr, options, solve=solve, cancel=token, time_limit=time_limit,
+                                progress=callback, session=session)
         else:
             r = solve(Xc, kernel, pr, options, a0=a0, g0=g0, session=session, cancel=token, time_limit=time_limit,
                       progress=callback)
