@@ -37,8 +37,10 @@ _CENTRE_POINTS = 256
 LEAF_SIZE = 4000
 
 
-def n_levels_for(n, k, leaf_size=LEAF_SIZE):
-    """The levels of a tree whose lowest clusters hold about ``leaf_size`` of n points (at least 1)."""
+def n_levels_for(n, k, leaf_size=None):
+    """The levels of a tree whose lowest clusters hold about ``leaf_size`` (default LEAF_SIZE) of n
+    points (at least 1)."""
+    leaf_size = LEAF_SIZE if leaf_size is None else leaf_size
     levels = 1
     while n / k ** (levels + 1) >= leaf_size:
         levels += 1

@@ -166,6 +166,9 @@ def save_model(model, path):
         raise ValueError(f"cannot save a {name} with kernel={kernel!r}: a .skm file holds named kernels only "
                          "(a precomputed or callable kernel cannot be rebuilt from the file)")
     check_is_fitted(model)
+    if model.__dict__.get("_early") is not None:
+        raise ValueError(f"cannot save a {name} fitted with early_stop_level: it predicts each point by its "
+                         "cluster's model (a tree of clusters a .skm file does not hold); use pickle or joblib")
     arrays = {}
     params, dropped, attributes, skipped = _state(model, arrays, "attr")
     header = {

@@ -232,10 +232,12 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """After a fit stopped at a level (``early_stop_level``): the clusters' offsets, per problem,
         and the cluster of every support vector."""
         self._early = None
+        partition = self.__dict__.pop("_dc_partition", None)
         if results and results[0].cluster_rho is not None:
-            self._early = _dc.EarlyModel(self.dc_partition_, int(self.early_stop_level),
-                                         self.dc_partition_.labels[int(self.early_stop_level) - 1][self.support_],
-                                         -np.stack([r.cluster_rho for r in results], axis=1))
+            level = int(self.early_stop_level)
+            sv_cluster = partition.labels[level - 1][self.support_]
+            partition.labels = []  # the training rows' clusters: prediction routes its own points
+            self._early = _dc.EarlyModel(partition, level, sv_cluster, -np.stack([r.cluster_rho for r in results], axis=1))
 
     def _kernel_name(self):
         """The kernel the engine runs: a callable kernel's Gram matrix is a precomputed kernel."""
@@ -322,7 +324,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         stop = getattr(self, "early_stop_level", None) or 0
         levels = max(levels, stop)
         partition = _dc.build_partition(X, kernel, k, levels, np.random.RandomState(0), threads)
-        self.dc_partition_ = partition
+        self._dc_partition = partition  # for an early model (_keep_early_model), dropped after the fit
         return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
 
     def _store_diagnostics(self, results):
@@ -660,7 +662,7 @@ class SVC(_BaseSVC):
         same SVM to ``tol``. It pays when the kernel is local against the spread of the data
         (large gamma) and the problem needs many SMO steps (large C); with gamma='scale' on
         standardised data every point reaches every other and it is slower than 'smo2'
-        (benchmarks/bench_large.py). Its cluster tree is kept as ``dc_partition_``.
+        (benchmarks/bench_large.py).
     early_stop_level : int or None, default=None
         With solver='dc': stop at this level of the tree (1: its 4 top clusters, l: 4^l clusters)
         and predict each point by the model of the cluster it falls in (the paper's early

@@ -113,6 +113,9 @@ def model_expansion(model):
     """
     check_is_fitted(model)
     _check_kernel(model)
+    if model.__dict__.get("_early") is not None:
+        raise ValueError(f"ONNX export of a {type(model).__name__} fitted with early_stop_level is not supported: it "
+                         "predicts each point by its cluster's model, not by one kernel expansion")
     params = (model.kernel, getattr(model, "_gamma", 0.0), model.coef0, model.degree)
     if isinstance(model, _BaseSVC):  # LIBSVM's pairs, positive meaning the pair's first class
         return Expansion(*params, model.support_vectors_, model._ovo_coef(), model._intercept)
