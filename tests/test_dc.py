@@ -139,7 +139,7 @@ def test_early_model_is_each_clusters_own_svm(small_leaves):
     assert early.__dict__["_early"] is not None
     kernel = KernelSpec("rbf", gamma=early._gamma)
     # the same tree as the fit's (a fixed seed): each point's level-1 cluster
-    part = _dc.build_partition(X, kernel, 4, _dc.n_levels_for(len(X), 4), np.random.RandomState(0))
+    part = _dc.build_partition(X, kernel, 4, 1, np.random.RandomState(0))  # an early model's tree: its levels
     X_new = np.random.RandomState(5).normal(size=(400, X.shape[1]))
     where = early.__dict__["_early"].partition.route(X_new, _dc.evaluator_for(kernel), 1)
     dec = early.decision_function(X_new)
