@@ -38,6 +38,7 @@ from ._base import (
     check_positive,
     core_matrix,
     engine_storage,
+    is_dask_array,
     n_threads,
     per_sample_bounds,
     check_kernel_range,
@@ -300,10 +301,18 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """Solve the dual problems (DualProblems over rows of X) on the engine, warm-started where
         ``warmth`` (``_engine.FitWarmth``) has a previous solution on the same data. Returns
         SolveResults."""
-        workers = threads if len(problems) >= threads else 1
         kernel = self._kernel_spec()
         if kernel.name != "precomputed":
             X = engine_storage(X, kernel.name)  # a dense X of mostly zeros (or one value per column): CSR
+        options, workers = self._solver_options(X, len(problems), threads)
+        divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
+        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
+                                      divide=divide)
+
+    def _solver_options(self, X, n_problems, threads):
+        """The engine's SolverOptions for the fit's problems on X (as the engine stores it: only its
+        type and shape are read) and how many problems are solved at once; sets ``solver_``."""
+        workers = threads if n_problems >= threads else 1
         self.solver_ = self._route(X)
         route = self._plain_route(X)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
@@ -312,20 +321,29 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
                                 conjugate=route == "csmo",
                                 cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
                                 threads=1 if workers > 1 else threads)
-        divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
-        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
-                                      divide=divide)
+        return options, workers
 
-    def _divide(self, X, kernel, threads, workers):
+    def _divide(self, X, kernel, threads, workers, build=_dc.build_partition):
         """The fit's _dc.Divide: its rows' cluster tree (the same for all its problems; a fixed seed,
-        so that fits repeat), the level to stop at and the threads for a level's clusters."""
+        so that fits repeat), the level to stop at and the threads for a level's clusters. ``build``
+        makes the tree of X's rows (``sparsekernel.dask`` builds it from row blocks on workers)."""
         k = _dc.CHILDREN
         levels = _dc.n_levels_for(X.shape[0], k)
         stop = getattr(self, "early_stop_level", None) or 0
         levels = max(levels, stop)
-        partition = _dc.build_partition(X, kernel, k, levels, np.random.RandomState(0), threads)
+        partition = build(X, kernel, k, levels, np.random.RandomState(0), threads)
         self._dc_partition = partition  # for an early model (_keep_early_model), dropped after the fit
         return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
+
+    def _fit_dask(self, X, y, sample_weight):
+        """A fit on a dask array X: solver='dc' solves its clusters where the row blocks live
+        (``sparsekernel.dask``); the other solvers need X in memory."""
+        if self.solver != "dc":
+            raise ValueError(f"{type(self).__name__}.fit got a dask array X: only solver='dc' (SVC, SVR) and NSSVC "
+                             f"fit on dask arrays, got solver={self.solver!r} (or fit on X.compute())")
+        from .dask._dc import fit_dc
+
+        return fit_dc(self, X, y, sample_weight)
 
     def _store_diagnostics(self, results):
         self.n_kernel_evals_ = np.array([r.kernel_evals for r in results], dtype=np.int64)
@@ -385,6 +403,8 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and labels y.
 
         ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if is_dask_array(X):
+            return self._fit_dask(X, y, sample_weight)
         if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
@@ -887,6 +907,8 @@ class _BaseSVR(RegressorMixin, _BaseSMO):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y.
 
         ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if is_dask_array(X):
+            return self._fit_dask(X, y, sample_weight)
         if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Dask integration of sparsekernel: fitting NSSVC where the data lives, predicting on dask arrays.
+"""Dask integration of sparsekernel: fitting NSSVC and DC-SVM where the data lives, predicting on dask arrays.
 
 Everything here needs the ``dask`` extra (``pip install "sparsekernel[dask]"``: dask[array] and
 distributed); ``import sparsekernel`` never imports dask, and this subpackage is the only place that
@@ -8,6 +8,16 @@ does.
   a kernel whose columns of the working set each block keeps) on the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
   same iterates as the in-memory fit bit for bit (:func:`fit_nssvc`; a distributed Client must be
   running).
+- ``SVC(solver='dc').fit(X, y)`` and ``SVR(solver='dc').fit(X, y)`` with X a dask array (rows in
+  chunks, dense or CSR) fit DC-SVM where the blocks live (:func:`fit_dc`; a distributed Client must
+  be running): the cluster tree is that of the in-memory fit (its sample, at most 4096 rows, is
+  clustered in the client; every block routes its own rows on its worker), each cluster's problem
+  of a level is one task on a worker that assembles that cluster's rows from the blocks, and the
+  whole problem, last, is solved on one worker. The model equals the in-memory ``solver='dc'`` fit
+  (bit for bit with a numeric gamma; gamma='scale' is a blocked reduction); the client holds y,
+  the row labels and the solutions (O(n)), the sample and the support vectors, never X;
+  ``dc_workers_`` names the workers that solved the levels' clusters. The other solvers of SVC and
+  SVR need X in memory (a ValueError).
 - :func:`nssvm_gaussians`: NSSVM's Example 4.1 as dask arrays generated chunk by chunk on the
   workers (any m: 1e9 rows never pass through the client).
 - :func:`predict`, :func:`decision_function`, :func:`predict_proba`, :func:`predict_log_proba` run a
@@ -29,7 +39,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(f"sparsekernel.dask needs dask[array] (the 'dask' extra): {EXTRA_HINT}") from exc
 
 from ._data import nssvm_gaussians
+from ._dc import fit_dc
 from ._nssvc import DaskBlocks, fit_nssvc
 from ._predict import decision_function, predict, predict_log_proba, predict_proba, score
 
-__all__ = ["fit_nssvc", "DaskBlocks", "nssvm_gaussians", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]
+__all__ = ["fit_nssvc", "fit_dc", "DaskBlocks", "nssvm_gaussians", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]
