@@ -199,3 +199,21 @@ def test_early_models_are_not_exported(tmp_path):
     onnx = pytest.importorskip("sparsekernel.export.onnx")
     with pytest.raises(ValueError, match="early_stop_level"):
         onnx.model_expansion(early)
+
+
+def test_early_model_routes_raw_points_when_the_engine_reads_x_shifted():
+    # mostly one value per column (sparse data after StandardScaler): the engine reads X - modes as
+    # CSR (the rbf kernel is translation invariant); prediction gets X itself
+    from sparsekernel._base import engine_storage
+
+    rng = np.random.RandomState(0)
+    X = np.where(rng.uniform(size=(1200, 20)) < 0.05, rng.normal(size=(1200, 20)) * 3, 0.0) - 1.5
+    y = np.where(X[:, :5].sum(axis=1) > -7.5, 1, 0)
+    stored = engine_storage(X, "rbf")
+    assert sp.issparse(stored)  # the case under test
+    early = SVC(solver="dc", early_stop_level=1).fit(X, y)
+    kernel = KernelSpec("rbf", gamma=early._gamma)
+    fit_tree = _dc.build_partition(stored, kernel, 4, 1, np.random.RandomState(0))
+    routed = early.__dict__["_early"].partition.route(X, _dc.evaluator_for(kernel), 1)
+    assert len(np.unique(fit_tree.labels[0])) > 1
+    assert np.mean(routed == fit_tree.labels[0]) > 0.99

@@ -89,6 +89,7 @@ class Partition:
     centres: list = field(repr=False)
     self_terms: list = field(repr=False)
     labels: list = field(repr=False, default_factory=list)
+    sample_rows: np.ndarray | None = field(repr=False, default=None)  # the rows of X sample_X holds
 
     @property
     def n_levels(self):
@@ -175,8 +176,9 @@ def build_partition(X, kernel, k, n_levels, rng, threads=1):
     """A Partition of the rows of X (in memory) for ``kernel``: the tree of a sample of the rows
     (``cluster_sample``), then every row routed down it (the clusters of every level)."""
     n = X.shape[0]
-    S = X[np.sort(rng.choice(n, size=sample_size(n, k, n_levels), replace=False))]
-    partition = cluster_sample(S, kernel, k, n_levels, rng, threads)
+    sample_rows = np.sort(rng.choice(n, size=sample_size(n, k, n_levels), replace=False))
+    partition = cluster_sample(X[sample_rows], kernel, k, n_levels, rng, threads)
+    partition.sample_rows = sample_rows
     evaluator = evaluator_for(kernel, threads)
     labels = np.zeros(n, dtype=np.int64)
     for lev in range(1, n_levels + 1):

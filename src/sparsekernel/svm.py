@@ -197,7 +197,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         self._set_support_vectors(X, support, inputs)
         self.n_iter_ = int(r.n_iter)
         self._store_diagnostics([r])
-        self._keep_early_model([r])
+        self._keep_early_model(X, [r])
 
     def _monitor(self, n_problems, threads, X, y, warmth):
         """The fit's progress hook (time_limit, verbose, callbacks) over its binary problems (a
@@ -229,15 +229,17 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             return super()._decision_values(X, coef, intercept)
         return early.decision(self, X, coef)
 
-    def _keep_early_model(self, results):
+    def _keep_early_model(self, X, results):
         """After a fit stopped at a level (``early_stop_level``): the clusters' offsets, per problem,
-        and the cluster of every support vector."""
+        the cluster of every support vector, and the tree with its sample as the fit's X has it
+        (the engine may have read X shifted by its columns' modes: prediction routes X itself)."""
         self._early = None
         partition = self.__dict__.pop("_dc_partition", None)
         if results and results[0].cluster_rho is not None:
             level = int(self.early_stop_level)
             sv_cluster = partition.labels[level - 1][self.support_]
             partition.labels = []  # the training rows' clusters: prediction routes its own points
+            partition.sample_X = X[partition.sample_rows]
             self._early = _dc.EarlyModel(partition, level, sv_cluster, -np.stack([r.cluster_rho for r in results], axis=1))
 
     def _kernel_name(self):
@@ -328,9 +330,10 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         so that fits repeat), the level to stop at and the threads for a level's clusters. ``build``
         makes the tree of X's rows (``sparsekernel.dask`` builds it from row blocks on workers)."""
         k = _dc.CHILDREN
-        levels = _dc.n_levels_for(X.shape[0], k)
         stop = getattr(self, "early_stop_level", None) or 0
-        levels = max(levels, stop)
+        # an early model's tree has just its levels: its clusters are solved from scratch, which
+        # measured faster than climbing from smaller ones (results/large.md)
+        levels = stop or _dc.n_levels_for(X.shape[0], k)
         partition = build(X, kernel, k, levels, np.random.RandomState(0), threads)
         self._dc_partition = partition  # for an early model (_keep_early_model), dropped after the fit
         return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
@@ -468,7 +471,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         self.intercept_ = sign * self._intercept
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)
         self._store_diagnostics(results)
-        self._keep_early_model(results)
+        self._keep_early_model(X, results)
 
     def _fit_platt(self, X, problems, threads):
         """Platt scaling of every pairwise problem, as LIBSVM's svm_binary_svc_probability: decision

@@ -159,8 +159,9 @@ class BlockRows:
         """``_dc.build_partition`` of these rows: the same sample (the same draws of ``rng``) and
         tree, computed in the client; every block's rows routed down it on its worker."""
         n = self.shape[0]
-        S = self[np.sort(rng.choice(n, size=_dc.sample_size(n, k, n_levels), replace=False))]
-        partition = _dc.cluster_sample(S, kernel, k, n_levels, rng, threads)
+        sample_rows = np.sort(rng.choice(n, size=_dc.sample_size(n, k, n_levels), replace=False))
+        partition = _dc.cluster_sample(self[sample_rows], kernel, k, n_levels, rng, threads)
+        partition.sample_rows = sample_rows
         shipped = self.client.scatter(partition, broadcast=True, hash=False)
         futures = [self.client.submit(_route_task, xb, shipped, kernel, n_levels, pure=False, **self._at(k))
                    for k, xb in enumerate(self.blocks)]
