@@ -124,7 +124,6 @@ def main(argv=None) -> int:
             runs = [("plain", None), ("dc", None)] + [("early", lev) for lev in args.early_levels]
             if X.shape[0] <= args.peer_max_rows:
                 runs += [("intelex", None), ("sklearn", None)]
-            results = {}
             for system, level in runs:
                 if system not in args.systems:
                     continue
@@ -149,8 +148,17 @@ def main(argv=None) -> int:
                                    converged=bool(est.converged_), levels=stats.get("levels"))
                     store.put(key, config, out)
                     print(key, f"{seconds:.2f} s", f"acc {out['acc']:.2f}", flush=True)
-                results[label] = store.get(key, config)
-            rows.append((name, C, X.shape[0], X.shape[1], results))
+
+    # every stored entry (runs with other --sizes / --systems add to the same table)
+    grouped = {}
+    for key, entry in store.entries.items():
+        name, c_text, label = key.split("|")
+        cfg = entry["config"]
+        grouped.setdefault((name, float(c_text[2:])), (cfg["n"], cfg["d"], {}))[2][label] = entry["result"]
+    order = {"skin (real)": (1, 0, 0)}
+    for (name, C), (n, d, results) in sorted(grouped.items(), key=lambda kv: (order.get(kv[0][0], (0, kv[1][1],
+                                                                                                  kv[1][0])), kv[0][1])):
+        rows.append((name, C, n, d, results))
 
     # ------------------------------------------------------------------ tables
     fmt = bench_csmo.fmt
