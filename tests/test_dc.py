@@ -217,3 +217,17 @@ def test_early_model_routes_raw_points_when_the_engine_reads_x_shifted():
     routed = early.__dict__["_early"].partition.route(X, _dc.evaluator_for(kernel), 1)
     assert len(np.unique(fit_tree.labels[0])) > 1
     assert np.mean(routed == fit_tree.labels[0]) > 0.99
+
+
+def test_auto_divides_large_dense_rbf_problems_only(monkeypatch):
+    from sparsekernel import svm
+
+    monkeypatch.setattr(svm, "_DC_MIN_ROWS", 1000)
+    X, y = _binary(n=1200)
+    assert SVC().fit(X, y).solver_ == "dc"
+    assert SVC().fit(X[:900], y[:900]).solver_ == "smo2"  # below the threshold
+    assert SVC(kernel="poly").fit(X, y).solver_ == "smo2"  # measured for rbf only
+    assert SVC().fit(sp.csr_matrix(X), y).solver_ == "smo2"  # sparse input: the pair route
+    assert SVR().fit(X, X[:, 0]).solver_ == "smo2"  # SVR: not measured
+    Xw, yw = _binary(n=2400, d=36)  # 36 features and >= 2000 rows: the batched route
+    assert SVC().fit(Xw, yw).solver_ == "batched"

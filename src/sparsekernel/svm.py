@@ -65,6 +65,10 @@ _OVO_COEF_ENTRIES = 1 << 24
 _AUTO_ROUTE = "smo2"
 _BLOCK_MIN_FEATURES = 32
 _BLOCK_MIN_ROWS = 2000
+# SVC's 'auto' divides and conquers (solver='dc') dense rbf problems of at least this many rows on
+# the pair route (benchmarks/bench_large.py, results/large.md: 0.78x the plain fit at 2e5 rows and
+# 0.54x at 5e5 on the 10-feature problem; slower at 1e5, and on the wide inputs of the batched route)
+_DC_MIN_ROWS = 200_000
 
 
 def _pairs(n_classes):
@@ -136,6 +140,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     # whether a fit may start from a previous solution (a search's or warm_start's): not for the nu
     # formulations, whose start fixes the sums of a that the solve keeps
     _warm_starts = True
+    # whether 'auto' takes the divided route on large dense inputs (SVC: measured; _DC_MIN_ROWS)
+    _auto_divides = False
 
     def _check_common_params(self):
         if "nu" in getattr(self, "_parameter_constraints", {}):
@@ -209,6 +215,9 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """The engine route of a fit on X ('auto' resolved as above)."""
         if self.solver != "auto":
             return self.solver
+        if (self._auto_divides and X is not None and not sp.issparse(X) and X.ndim == 2
+                and self._kernel_name() == "rbf" and X.shape[0] >= _DC_MIN_ROWS and self._plain_route(X) == "smo2"):
+            return "dc"
         return self._plain_route(X)
 
     def _plain_route(self, X=None):
@@ -670,7 +679,8 @@ class SVC(_BaseSVC):
         the smo2 pair, moved along a direction conjugate to the previous one, which saves
         iterations (and kernel rows) at large C. 'auto' takes the route the benchmarks found
         fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
-        register-tiled blocks), 'smo2' otherwise; ``solver_`` says which. A dense X with at most
+        register-tiled blocks), 'dc' on dense rbf inputs of fewer features and at least 200,000
+        rows, 'smo2' otherwise; ``solver_`` says which. A dense X with at most
         15 % nonzeros is read by the engine as a CSR copy (so 'auto' runs 'smo2' on it): a kernel
         row then costs its nonzeros. With the rbf or laplacian kernel (translation invariant) so is
         X minus its columns' most frequent values when that is mostly zeros (sparse data after
@@ -682,10 +692,10 @@ class SVC(_BaseSVC):
         kernel k-means into a tree (4 children per cluster, lowest clusters of about 4000
         points), each cluster's problem is solved alone (in parallel threads), each level starts
         from its children's solutions and the whole problem from level 1's; the result is the
-        same SVM to ``tol``. It pays when the kernel is local against the spread of the data
-        (large gamma) and the problem needs many SMO steps (large C); with gamma='scale' on
-        standardised data every point reaches every other and it is slower than 'smo2'
-        (benchmarks/bench_large.py).
+        same SVM to ``tol``. It pays on large problems with many support vectors and cheap kernel
+        values (0.54x the 'smo2' fit at 5e5 rows x 10 features; benchmarks/bench_large.py), not
+        on wide inputs or few support vectors: 'auto' takes it for dense rbf inputs of at least
+        200,000 rows that would otherwise run 'smo2'.
     early_stop_level : int or None, default=None
         With solver='dc': stop at this level of the tree (1: its 4 top clusters, l: 4^l clusters)
         and predict each point by the model of the cluster it falls in (the paper's early
@@ -750,6 +760,8 @@ class SVC(_BaseSVC):
     >>> clf.dual_coef_.shape == (2, len(clf.support_))  # LIBSVM's layout of the fitted model
     True
     """
+
+    _auto_divides = True
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
