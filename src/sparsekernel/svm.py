@@ -67,7 +67,8 @@ _BLOCK_MIN_FEATURES = 32
 _BLOCK_MIN_ROWS = 2000
 # SVC's 'auto' divides and conquers (solver='dc') dense rbf problems of at least this many rows on
 # the pair route (benchmarks/bench_large.py, results/large.md: 0.78x the plain fit at 2e5 rows and
-# 0.54x at 5e5 on the 10-feature problem; slower at 1e5, and on the wide inputs of the batched route)
+# 0.54x at 5e5, 0.48x at 1e6 on the 10-feature problem; slower at 1e5, and on the wide inputs of the batched
+# route)
 _DC_MIN_ROWS = 200_000
 
 
@@ -693,7 +694,7 @@ class SVC(_BaseSVC):
         points), each cluster's problem is solved alone (in parallel threads), each level starts
         from its children's solutions and the whole problem from level 1's; the result is the
         same SVM to ``tol``. It pays on large problems with many support vectors and cheap kernel
-        values (0.54x the 'smo2' fit at 5e5 rows x 10 features; benchmarks/bench_large.py), not
+        values (0.54x / 0.48x the 'smo2' fit at 5e5 / 1e6 rows x 10 features; benchmarks/bench_large.py), not
         on wide inputs or few support vectors: 'auto' takes it for dense rbf inputs of at least
         200,000 rows that would otherwise run 'smo2'.
     early_stop_level : int or None, default=None

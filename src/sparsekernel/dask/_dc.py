@@ -22,7 +22,6 @@ clustering, the solutions of the problems (O(n) floats) and the support vectors;
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -30,7 +29,7 @@ import scipy.sparse as sp
 
 from .. import _dc, _engine
 from .._base import _SPARSE_ENGINE_DENSITY, _column_modes, canonical_csr, check_kernel_range
-from ._nssvc import DaskBlocks, _stack, _worker_threads
+from ._nssvc import DaskBlocks, _stack, _worker_threads, checked_dask_matrix
 
 
 # ---------------------------------------------------------------------------- on the workers
@@ -309,13 +308,7 @@ def fit_dc(estimator, X, y, sample_weight=None, client=None):
     if isinstance(estimator, svm._BaseSVC) and (estimator.probability is True or estimator.probability is np.True_):
         raise ValueError("probability=True (Platt scaling by an in-memory cross-validation) does not fit on a dask "
                          "array; calibrate the fitted model instead")
-    if X.ndim != 2:
-        raise ValueError(f"Expected a 2-D dask array X, got {X.ndim} dimensions")
-    if any(math.isnan(v) for v in X.shape) or any(math.isnan(v) for v in X.chunks[0]):
-        X = X.compute_chunk_sizes()
-    n, d = (int(v) for v in X.shape)
-    if X.dtype.kind not in "fiub":
-        raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+    X, (n, d) = checked_dask_matrix(X)
     if n == 0 or d == 0:
         raise ValueError(f"Found array with shape {(n, d)}; {type(estimator).__name__} needs at least one sample "
                          "and one feature")

@@ -40,6 +40,17 @@ from .._blocks import (
 )
 
 
+def checked_dask_matrix(X):
+    """A 2-D numeric dask array X with known chunk sizes (computed if unknown), and its shape."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D dask array X, got {X.ndim} dimensions")
+    if any(np.isnan(v) for v in X.shape) or any(np.isnan(v) for v in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+    return X, tuple(int(v) for v in X.shape)
+
+
 # ---------------------------------------------------------------------------- on the workers
 def _prepare_block(X):
     """A block as the C++ pass reads it: float32/float64 dense C-contiguous, or canonical CSR;
@@ -347,13 +358,7 @@ def fit_nssvc(model, X, y, client=None):
     if model.kernel == "precomputed" or callable(model.kernel):
         raise ValueError("NSSVC on a dask array computes its kernel from the rows; kernel='precomputed' (an m x m "
                          "matrix) does not scale out: fit it in memory")
-    if X.ndim != 2:
-        raise ValueError(f"Expected a 2-D dask array X, got {X.ndim} dimensions")
-    if any(np.isnan(v) for v in X.shape) or any(np.isnan(v) for v in X.chunks[0]):
-        X = X.compute_chunk_sizes()
-    m, n = (int(v) for v in X.shape)
-    if X.dtype.kind not in "fiub":
-        raise ValueError(f"X must be numeric, got dtype {X.dtype}")
+    X, (m, n) = checked_dask_matrix(X)
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: n})
     if not isinstance(y, da.Array):
