@@ -342,7 +342,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         k = _dc.CHILDREN
         stop = getattr(self, "early_stop_level", None) or 0
         # an early model's tree has just its levels: its clusters are solved from scratch, which
-        # measured faster than climbing from smaller ones (results/large.md)
+        # needed fewer kernel values than climbing from smaller ones (1e5 rows, level 1: 1.1e9 against 1.7e9)
         levels = stop or _dc.n_levels_for(X.shape[0], k)
         partition = build(X, kernel, k, levels, np.random.RandomState(0), threads)
         self._dc_partition = partition  # for an early model (_keep_early_model), dropped after the fit
