@@ -4,10 +4,12 @@ concurrent folds agree with sequential ones."""
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils import check_array
 
 from _helpers import spy_engine_solves
 
@@ -267,6 +269,106 @@ def test_pipeline_fold_rows_are_kept_for_the_folds_only(monkeypatch):
     off = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
     assert off.shared_kernel_evals_ == 0
     np.testing.assert_allclose(ps.cv_results_["mean_test_score"], off.cv_results_["mean_test_score"], rtol=1e-6)
+
+
+class _CountingScaler(StandardScaler):
+    """A StandardScaler that records every fit (on which rows' first value): how often a search
+    fits a Pipeline's earlier step."""
+
+    fits = []
+
+    def fit(self, X, y=None, sample_weight=None):
+        type(self).fits.append(float(np.asarray(X)[0, 0]))
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def test_pipeline_earlier_steps_are_fitted_once_per_fold():
+    """A Pipeline's earlier steps are fitted once per fold (FoldSteps), not once per candidate as
+    GridSearchCV does, and the search's results are GridSearchCV's; the best estimator keeps the
+    user's memory and the searched estimator is left as it was."""
+    X, y = _classification(n=240)
+    X = X * np.array([1, 10, 100, 1, 1, 0.1, 1, 5])
+    pipe = make_pipeline(_CountingScaler(), SVC(tol=1e-8))
+    grid = {"svc__C": [0.5, 2.0, 8.0], "svc__gamma": [0.05, 0.2]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    _CountingScaler.fits.clear()
+    ps = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    assert len(_CountingScaler.fits) == 3 + 1  # one per fold, then the refit
+    _CountingScaler.fits.clear()
+    gs = GridSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    assert len(_CountingScaler.fits) == 3 * 6 + 1
+    _assert_objectives_equal(ps, gs, rtol=1e-6)
+    assert ps.best_params_ == gs.best_params_
+    np.testing.assert_array_equal(ps.predict(X), gs.predict(X))
+    assert ps.best_estimator_.memory is None and pipe.memory is None and ps.estimator is pipe
+    # the refit fitted its own scaler, on every row
+    np.testing.assert_allclose(ps.best_estimator_[0].mean_, X.mean(axis=0))
+
+
+class _ScaleInPlace(TransformerMixin, BaseEstimator):
+    """Multiplies X by ``factor`` in place when X is writeable (scikit-learn's copy=False convention:
+    a read-only input is copied first)."""
+
+    def __init__(self, factor=1.0):
+        self.factor = factor
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        X = check_array(X, copy=False, force_writeable=True)
+        X *= self.factor
+        return X
+
+
+def test_pipeline_grid_over_an_earlier_step_fits_each_setting_once_per_fold():
+    """A grid that also sets earlier steps' parameters: each setting's step is fitted once per
+    fold; a later step that transforms in place, fitted once per setting of its own parameter on
+    the same kept output of the step before it, does not corrupt that output; the results are
+    GridSearchCV's."""
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import Pipeline
+
+    X, y = _classification(n=240)
+    pipe = Pipeline([("scale", _CountingScaler()), ("pca", PCA(n_components=6)), ("times", _ScaleInPlace()),
+                     ("svc", SVC(tol=1e-8))])
+    grid = {"scale__with_std": [True, False], "times__factor": [0.5, 2.0], "svc__C": [0.5, 4.0],
+            "svc__gamma": [0.1]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    _CountingScaler.fits.clear()
+    ps = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective, refit=False).fit(X, y)
+    assert len(_CountingScaler.fits) == 3 * 2
+    gs = GridSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective, refit=False).fit(X, y)
+    _assert_objectives_equal(ps, gs, rtol=1e-6)
+
+
+def test_pipeline_grid_that_replaces_a_step_fits_every_candidate():
+    """A grid that replaces an earlier step (here by 'passthrough') is not cached per fold: the
+    search still equals GridSearchCV."""
+    X, y = _classification(n=240)
+    pipe = make_pipeline(StandardScaler(), SVC(tol=1e-8))
+    grid = {"standardscaler": [StandardScaler(), "passthrough"], "svc__C": [0.5, 4.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    ps = PathSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    gs = GridSearchCV(pipe, grid, cv=cv, scoring=_last_step_objective).fit(X, y)
+    _assert_objectives_equal(ps, gs, rtol=1e-6)
+
+
+def test_fold_steps_memory_outside_a_search_fits_as_without_memory():
+    """The search's Pipeline memory (FoldSteps) after the search, or pickled, fits every step."""
+    import pickle
+
+    from sparsekernel._warm import FoldSteps, PathStore
+
+    X, y = _classification(n=120)
+    store = PathStore()
+    store.open = False
+    pipe = make_pipeline(_CountingScaler(), SVC()).set_params(memory=FoldSteps(store))
+    _CountingScaler.fits.clear()
+    pipe.fit(X, y)
+    pipe.fit(X, y)
+    assert len(_CountingScaler.fits) == 2
+    assert pickle.loads(pickle.dumps(pipe)).memory is None
 
 
 def test_failing_fits_give_error_score_and_a_warning():

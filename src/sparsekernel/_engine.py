@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _core
-from ._base import KERNELS, core_matrix, run_parallel
+from ._base import KERNELS, core_matrix, engine_storage, run_parallel
 from ._dc import solve_in_memory
 from ._warm import DualState, PathStore, data_fingerprint, search_store, warm_point
 
@@ -297,6 +297,14 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
     return run_parallel(solve_one, list(range(len(problems))), workers)
 
 
+def fit_storage(X, kernel_name, warmth=None):
+    """X as the engine reads it (``_base.engine_storage``), made once for the fits of a search that
+    share it (a Pipeline's fold: ``PathStore.derived``)."""
+    if warmth is None or warmth.store is None:
+        return engine_storage(X, kernel_name)
+    return warmth.store.derived(X, ("engine storage", kernel_name), lambda: engine_storage(X, kernel_name))
+
+
 def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
     """The FitWarmth of one fit of ``estimator`` on (X, y, sample_weight) as the engine sees them:
     its search's (``search_rows``, see SearchRows), else with ``warm_start=True`` the estimator's
@@ -307,7 +315,7 @@ def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
             # X is rows ``search_rows`` of the search's training set: they name it (no pass over X)
             rows = np.asarray(search_rows)
             return FitWarmth(store, data_fingerprint(rows, y, sample_weight), rows, store.deadline, store.fit_threads)
-        return FitWarmth(store, data_fingerprint(X, y, sample_weight), None, store.deadline, store.fit_threads)
+        return FitWarmth(store, store.fingerprint(X, y, sample_weight), None, store.deadline, store.fit_threads)
     if bool(getattr(estimator, "warm_start", False)):
         own = estimator.__dict__.get("_warm_store")
         if own is None:

@@ -185,6 +185,9 @@ class PathStore:
         self.kernel_evals = 0  # computed by the SharedRows of kernels no longer walked
         self.peak_bytes = 0  # the largest of theirs
         self.prefitted = {}  # prefit_key -> fitted state: a search's fits made on a cluster's workers
+        self._steps_max = 0  # a Pipeline's search: how many fitted earlier steps are kept (FoldSteps)
+        self._steps = {}  # step key -> (Xt read-only, fitted transformer), oldest first
+        self._owned = {}  # id(Xt) -> (Xt, its fingerprint, {derived name: value}): arrays the store made
 
     def state(self, key):
         with self._lock:
@@ -231,6 +234,68 @@ class PathStore:
         once (the oldest is freed first)."""
         with self._lock:
             self._fold_mb, self._fold_max = float(mb_per_fold), int(max_folds)
+
+    def keep_fold_steps(self, max_entries):
+        """Let a Pipeline's search keep its earlier steps fitted on each fold (:class:`FoldSteps`):
+        at most ``max_entries`` (the oldest is freed first)."""
+        with self._lock:
+            self._steps_max = int(max_entries)
+
+    def fold_step(self, key, fit_transform):
+        """(Xt, fitted transformer) of the earlier Pipeline step named ``key`` (its fold and its and
+        the previous steps' parameters): kept from an earlier fit of the search, else
+        ``fit_transform()``, kept when its Xt is a numpy array. A kept Xt is a read-only view (a
+        later step that transforms in place copies it, as scikit-learn's transformers copy a
+        read-only input) owned by the store: its fit's fingerprint and engine storage are computed
+        once (:meth:`fingerprint`, :meth:`derived`)."""
+        with self._lock:
+            entry = self._steps.get(key)
+            if entry is not None or self._steps_max <= 0:
+                return entry if entry is not None else fit_transform()
+        Xt, fitted = fit_transform()
+        if type(Xt) is not np.ndarray:  # sparse, a DataFrame: handed over as made, not kept
+            return Xt, fitted
+        Xt = Xt.view()
+        Xt.flags.writeable = False
+        with self._lock:
+            if key in self._steps:  # another thread fitted the same step meanwhile
+                return self._steps[key]
+            self._steps[key] = (Xt, fitted)
+            self._owned[id(Xt)] = (Xt, hashlib.sha256(key.encode()).hexdigest(), {})
+            while len(self._steps) > self._steps_max:
+                old = self._steps.pop(next(iter(self._steps)))
+                self._owned.pop(id(old[0]), None)
+            return Xt, fitted
+
+    def _owned_entry(self, X):
+        entry = self._owned.get(id(X))
+        return entry if entry is not None and entry[0] is X else None
+
+    def fingerprint(self, X, y, sample_weight=None):
+        """``data_fingerprint(X, y, sample_weight)``; for an X the store made (a Pipeline's fold,
+        read-only) without a pass over X: its key names it."""
+        with self._lock:
+            entry = self._owned_entry(X)
+        if entry is None:
+            return data_fingerprint(X, y, sample_weight)
+        h = hashlib.sha256(entry[1].encode())
+        h.update(np.ascontiguousarray(y).tobytes())
+        if sample_weight is not None:
+            h.update(np.ascontiguousarray(sample_weight, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+    def derived(self, X, name, make):
+        """``make()``, computed once per X the store made (e.g. the engine's storage of a Pipeline's
+        fold, the same for every fit of the fold), else every time."""
+        with self._lock:
+            entry = self._owned_entry(X)
+            if entry is not None and name in entry[2]:
+                return entry[2][name]
+        value = make()
+        if entry is not None:
+            with self._lock:
+                entry[2].setdefault(name, value)
+        return value
 
     def row_source(self, kernel, rows=None, data_key=None, X=None):
         """The RowSource of a fit: on rows ``rows`` of the search's training set (the search's
@@ -291,6 +356,66 @@ class PathStore:
             self._whole = None
             self._fold_shared = {}
             self.prefitted = {}
+            self._steps = {}
+            self._owned = {}
+
+
+class FoldSteps:
+    """A Pipeline's ``memory`` in a search (``PathSearchCV``): the earlier steps are fitted once per
+    fold (and per setting of their parameters), not once per candidate.
+
+    scikit-learn's Pipeline fits its earlier steps through ``memory.cache(...)``; this memory keys
+    each step by its fold, named by the fit parameter ``search_rows`` the search routes to the first
+    earlier step (its rows in the search's training set: no pass over X), and by the step's and the
+    previous steps' parameters and fit parameters (``joblib.hash``, as joblib.Memory). The kept
+    results live in the search's :class:`PathStore` until its folds are done; the search's refit,
+    and any fit outside the search, fit every step as the Pipeline would without memory. As with
+    joblib.Memory, a step with random behaviour (no random_state) is fitted once per fold."""
+
+    location = None  # the Pipeline fits the step objects it holds (fresh clones in a search)
+
+    def __init__(self, store):
+        self.store = store
+
+    def __deepcopy__(self, memo):  # clone() copies an estimator's parameters: the search's memory stays one
+        return self
+
+    def __reduce__(self):  # pickled (a process pool): a Pipeline without memory
+        return (type(None), ())
+
+    def cache(self, func, ignore=None, **kwargs):
+        """``func`` (the Pipeline's ``_fit_transform_one``) for one Pipeline fit, the steps taken in
+        order: its results kept per fold when the fit is the search's."""
+        import joblib
+
+        chain = []  # the key of the previous step of this fit
+
+        def fit_transform_one(transformer, X, y, *args, params=None, **kw):
+            rows = None
+            if params:
+                params, rows = _without_search_rows(params)
+            store = self.store if self.store.open else None
+            if store is None or (rows is None and not chain):
+                return func(transformer, X, y, *args, params=params, **kw)
+            previous = chain[-1] if chain else hashlib.sha256(np.asarray(rows, dtype=np.int64).tobytes()).hexdigest()
+            key = hashlib.sha256((previous + joblib.hash((transformer, params))).encode()).hexdigest()
+            chain.append(key)
+            return store.fold_step(key, lambda: func(transformer, X, y, *args, params=params, **kw))
+
+        return fit_transform_one
+
+
+def _without_search_rows(params):
+    """A Pipeline step's routed parameters ({method: {name: value}}) without ``search_rows``, and its
+    value (None if absent)."""
+    rows = None
+    out = type(params)()
+    for method, values in params.items():
+        if isinstance(values, dict) and "search_rows" in values:
+            values = dict(values)
+            rows = values.pop("search_rows")
+        out[method] = values
+    return out, rows
 
 
 def search_store(search_rows):

@@ -24,7 +24,7 @@ from sklearn.utils.validation import _num_samples
 
 from . import _core
 from ._base import available_threads, canonical_csr, check_positive, engine_storage, one_thread
-from ._warm import PathStore, SearchRows, fold_rows_mb, shared_rows_mb
+from ._warm import FoldSteps, PathStore, SearchRows, fold_rows_mb, shared_rows_mb
 
 #: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, from PARALLEL_FOLDS_MIN_ROWS
 #: to PARALLEL_FOLDS_MAX_ROWS training points; one fit at a time with every thread otherwise (below,
@@ -522,21 +522,28 @@ class PathSearchCV(BaseSearchCV):
         self.cluster_tasks_ = 0
         self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = 0, 0
         store = PathStore(None if self.time_limit is None else time.perf_counter() + float(self.time_limit))
+        n_splits = 0
         if _on_dask():  # the fits on the cluster's workers; scored (and the refit made) here
             store.prefitted = self._fit_on_cluster(X, y, params)
         elif not prefix:
             self._share_rows(store, X, target)
-        elif not callable(target.kernel) and target.kernel != "precomputed":
-            # a Pipeline's last step sees each fold's transformed X: kernel rows shared by the fold's fits
+        else:
             n_splits = self._cv_splits(X, y, params)
-            if n_splits:
+            if n_splits and not callable(target.kernel) and target.kernel != "precomputed":
+                # a Pipeline's last step sees each fold's transformed X: kernel rows shared by the fold's fits
                 store.share_fold_rows(fold_rows_mb(_num_samples(X), n_splits), n_splits)
         jobs, store.fit_threads = self._thread_policy(_num_samples(X))
-        params = {**params, prefix + "search_rows": SearchRows(store, _num_samples(X), raw=not prefix)}
+        rows = SearchRows(store, _num_samples(X), raw=not prefix)
+        params = {**params, prefix + "search_rows": rows}
+        estimator = self.estimator
+        first = self._fold_steps_first(store, n_splits) if prefix else None
+        if first is not None:  # the Pipeline's earlier steps fitted once per fold (FoldSteps)
+            params[first + "__search_rows"] = rows
+            self.estimator = clone(estimator).set_params(memory=FoldSteps(store))
         self._store = store
         try:
             with parallel_config(backend="threading", n_jobs=jobs if self.n_jobs is None else None):
-                return super().fit(X, y, **params)
+                super().fit(X, y, **params)
         except KeyboardInterrupt:
             # Ctrl-C reaches this thread only: the fits running in the search's threads are stopped
             # too (at their next poll) and waited for, not left running into the interpreter's exit
@@ -546,3 +553,25 @@ class PathSearchCV(BaseSearchCV):
             store.clear()
             store.open = False
             self._store = None
+            self.estimator = estimator
+        if first is not None and hasattr(self, "best_estimator_"):
+            self.best_estimator_.set_params(memory=clone(estimator.memory, safe=False))
+        return self
+
+    def _fold_steps_first(self, store, n_splits):
+        """The name of the first fitted earlier step of the searched Pipeline, when its earlier steps
+        can be fitted once per fold and kept in ``store`` (:class:`sparsekernel._warm.FoldSteps`): the
+        grid sets parameters of the steps, never a step itself nor the Pipeline's own; None otherwise."""
+        steps = self.estimator.steps
+        grids = self.param_grid if isinstance(self.param_grid, list) else [self.param_grid]
+        names = {name for name, _ in steps} | {"steps", "memory", "verbose", "transform_input"}
+        if not n_splits or any(key in names for g in grids for key in g):
+            return None
+        fitted = [name for name, step in steps[:-1] if step is not None and not isinstance(step, str)]
+        if not fitted:
+            return None
+        # every fold's output of every step for every setting of the earlier steps' parameters in the grid
+        last = steps[-1][0] + "__"
+        settings = sum(int(np.prod([len(v) for k, v in g.items() if not k.startswith(last)])) for g in grids)
+        store.keep_fold_steps(n_splits * len(fitted) * max(1, settings))
+        return fitted[0]

@@ -37,7 +37,6 @@ from ._base import (
     check_kernel_params,
     check_positive,
     core_matrix,
-    engine_storage,
     is_dask_array,
     n_threads,
     per_sample_bounds,
@@ -315,7 +314,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         SolveResults."""
         kernel = self._kernel_spec()
         if kernel.name != "precomputed":
-            X = engine_storage(X, kernel.name)  # a dense X of mostly zeros (or one value per column): CSR
+            # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
+            X = _engine.fit_storage(X, kernel.name, warmth)
         options, workers = self._solver_options(X, len(problems), threads)
         divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
         return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
