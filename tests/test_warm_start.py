@@ -147,6 +147,28 @@ def test_svr_warm_equals_cold(change, solver):
 
 
 @pytest.mark.parametrize("est", ["SVC", "SVR"])
+def test_auto_takes_conjugate_directions_after_a_long_solve(est, monkeypatch):
+    """solver='auto' warm-started from solves of >= CONJUGATE_MIN_STEPS steps per variable takes
+    'csmo' (solver_ says so) and reaches the cold fit's solution; from shorter solves it stays on
+    'smo2'."""
+    import sparsekernel.svm as svm
+
+    X, y = _data("breast_cancer") if est == "SVC" else _data("regression")
+    cls = SVC if est == "SVC" else SVR
+    base = dict(tol=1e-5, n_jobs=1, gamma=0.3)
+    warm = _fit(cls(warm_start=True, C=50.0, **base), X, y)
+    steps = float(np.sum(warm.n_iter_)) / len(y)
+    assert warm.solver_ == "smo2" and steps >= 1  # a long solve (a large C)
+    _fit(warm.set_params(C=100.0), X, y)
+    assert warm.solver_ == "csmo" and all(_warm_flags(warm))
+    _assert_same_solution(warm, _fit(cls(C=100.0, **base), X, y), X, y)
+    monkeypatch.setattr(svm, "CONJUGATE_MIN_STEPS", 2 * steps + 1)
+    warm = _fit(cls(warm_start=True, C=50.0, **base), X, y)
+    _fit(warm.set_params(C=100.0), X, y)
+    assert warm.solver_ == "smo2" and all(_warm_flags(warm))
+
+
+@pytest.mark.parametrize("est", ["SVC", "SVR"])
 def test_sample_weight_change_is_a_cold_start(est):
     """Another sample_weight is other training data (the warm state is keyed by X, y and the
     weights): the fit starts cold and is correct; the same weights again start warm."""

@@ -244,6 +244,14 @@ class FitWarmth:
         return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads,
                          self.warm)
 
+    def steps_per_variable(self, n_problems):
+        """The SMO steps per variable the previous solves of the fit's problems took (their states
+        in the store, when the fit starts warm from them); 0 without them."""
+        if not self.has_states(n_problems):
+            return 0.0
+        states = [self.store.state((self.data_key, k)) for k in range(n_problems)]
+        return sum(s.n_iter for s in states) / max(1, sum(len(s.alpha) for s in states))
+
     def has_states(self, n_problems):
         return self.store is not None and self.warm and all(self.store.state((self.data_key, k)) is not None
                                                             for k in range(n_problems))
@@ -291,7 +299,7 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
         r.warm_started = a0 is not None
         if store is not None:
             store.put_session(key, kernel, session)
-            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel))
+            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel, int(r.n_iter)))
         return r
 
     return run_parallel(solve_one, list(range(len(problems))), workers)

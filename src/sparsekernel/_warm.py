@@ -78,6 +78,7 @@ class DualState:
     hi: np.ndarray
     p: np.ndarray
     kernel: object  # the KernelSpec it was solved with
+    n_iter: int = 0  # the steps the solve took
 
 
 def warm_point(state, hi, p, kernel, entropic=False):

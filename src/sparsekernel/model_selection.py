@@ -325,7 +325,10 @@ class PathSearchCV(BaseSearchCV):
     for one fold or one C serves every other fit of that kernel setting (``shared_kernel_evals_``
     counts what the search computed). A Pipeline's last step sees each fold's transformed data
     (after a per-fold scaler the folds' kernels differ): there each fold keeps its own store of
-    kernel rows over its transformed X, per kernel setting, which all the fold's fits read. Fits of
+    kernel rows over its transformed X, per kernel setting, which all the fold's fits read; its
+    earlier steps are fitted once per fold and setting of their parameters (the Pipeline's
+    ``memory`` is the search's per-fold store, ``sparsekernel._warm.FoldSteps``, for the
+    cross-validated fits; the refit and ``best_estimator_`` keep the user's). Fits of
     the KLR estimators that take the compact route (``solver='nystrom'``, or 'auto' beyond 8,000
     points) are cold.
 

@@ -62,6 +62,11 @@ _OVO_COEF_ENTRIES = 1 << 24
 # X); the pair route elsewhere: on sparse or narrow inputs a kernel row is cheap (CSC passes,
 # feature-major rows) and the pair route computes fewer of them.
 _AUTO_ROUTE = "smo2"
+#: 'auto' warm-started from solves of at least this many SMO steps per variable takes conjugate
+#: directions ('csmo'), which need fewer steps where many are needed (a search's larger C). Measured
+#: in PathSearchCV (benchmarks/results/path_defaults.md): csmo on every fit saved 7-13 % on a9a and
+#: magic (3 and 6 steps per variable), lost 3-19 % on w8a and usps (0.5 and 0.02).
+CONJUGATE_MIN_STEPS = 1.0
 _BLOCK_MIN_FEATURES = 32
 _BLOCK_MIN_ROWS = 2000
 # SVC's 'auto' divides and conquers (solver='dc') dense rbf problems of at least this many rows on
@@ -316,17 +321,23 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         if kernel.name != "precomputed":
             # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
             X = _engine.fit_storage(X, kernel.name, warmth)
-        options, workers = self._solver_options(X, len(problems), threads)
+        options, workers = self._solver_options(X, len(problems), threads, warmth)
         divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
         return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
                                       divide=divide)
 
-    def _solver_options(self, X, n_problems, threads):
+    def _solver_options(self, X, n_problems, threads, warmth=None):
         """The engine's SolverOptions for the fit's problems on X (as the engine stores it: only its
-        type and shape are read) and how many problems are solved at once; sets ``solver_``."""
+        type and shape are read) and how many problems are solved at once; sets ``solver_``.
+        'auto' takes conjugate directions ('csmo') for a warm start from solves that needed at least
+        CONJUGATE_MIN_STEPS steps per variable (a path's or a search's larger C)."""
         workers = threads if n_problems >= threads else 1
         self.solver_ = self._route(X)
         route = self._plain_route(X)
+        if (self.solver == "auto" and route == _AUTO_ROUTE and "csmo" in self._solvers and warmth is not None
+                and warmth.warm and warmth.steps_per_variable(n_problems) >= CONJUGATE_MIN_STEPS):
+            self.solver_ = "csmo" if self.solver_ == route else self.solver_
+            route = "csmo"
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=route != "smo1", batched=route == "batched",
                                 working_set_size=int(getattr(self, "working_set_size", 0) or 0),
@@ -681,7 +692,9 @@ class SVC(_BaseSVC):
         iterations (and kernel rows) at large C. 'auto' takes the route the benchmarks found
         fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
         register-tiled blocks), 'dc' on dense rbf inputs of fewer features and at least 200,000
-        rows, 'smo2' otherwise; ``solver_`` says which. A dense X with at most
+        rows, 'smo2' otherwise, and 'csmo' instead of 'smo2' for a warm start (``warm_start=True``,
+        a path, a search) from solves that needed at least one SMO step per variable (a larger C);
+        ``solver_`` says which. A dense X with at most
         15 % nonzeros is read by the engine as a CSR copy (so 'auto' runs 'smo2' on it): a kernel
         row then costs its nonzeros. With the rbf or laplacian kernel (translation invariant) so is
         X minus its columns' most frequent values when that is mostly zeros (sparse data after
