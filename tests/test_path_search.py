@@ -371,6 +371,68 @@ def test_fold_steps_memory_outside_a_search_fits_as_without_memory():
     assert pickle.loads(pickle.dumps(pipe)).memory is None
 
 
+def test_expansion_from_shared_rows_equals_the_kernel_expansion():
+    """SharedRows.expansion (a search's held-out scoring) = coef @ K(x_rows, x_cols), from kept and
+    from missing rows alike (float32 rows)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from sparsekernel._base import core_matrix
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    rows = shared_rows(core_matrix(X), KernelSpec("rbf", 0.2), 100.0)
+    sv = rng.choice(300, size=40, replace=False).astype(np.int32)
+    cols = rng.choice(300, size=70, replace=False).astype(np.int32)
+    coef = rng.normal(size=(3, 40))
+    coef[1, ::2] = 0.0
+    K = rbf_kernel(X[cols], X[sv], gamma=0.2)
+    for _ in range(2):  # the rows computed, then kept
+        np.testing.assert_allclose(rows.expansion(sv, cols, coef, 2), K @ coef.T, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="out of range"):
+        rows.expansion(sv, np.array([300], dtype=np.int32), coef, 1)
+
+
+@pytest.mark.parametrize("cv", [StratifiedKFold(4, shuffle=True, random_state=0), None])
+def test_held_out_scoring_reads_the_shared_rows(cv, monkeypatch):
+    """A bare search scores each fit on its held-out rows (and, with return_train_score, on its
+    training rows) from the search's kept kernel rows; the scores are GridSearchCV's. Held-out rows
+    that are not the rest of the training set (ShuffleSplit) are predicted as usual, as is a fitted
+    model after the search or unpickled."""
+    import pickle
+
+    from sklearn.model_selection import ShuffleSplit
+
+    from sparsekernel import _warm
+
+    calls = []
+    real = _warm.HeldOutScoring.decision
+
+    def spy(self, *args):
+        out = real(self, *args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_warm.HeldOutScoring, "decision", spy)
+    X, y = _classification(n=300)
+    grid = {"C": [0.5, 4.0], "gamma": [0.05, 0.2]}
+    splits = cv if cv is not None else ShuffleSplit(3, test_size=0.2, random_state=0)
+    kw = dict(cv=splits, scoring=["accuracy", "roc_auc"], refit="accuracy", return_train_score=True)
+    ps = PathSearchCV(SVC(tol=1e-8, n_jobs=1), grid, **kw).fit(X, y)
+    n_splits = splits.get_n_splits()
+    # per fit: test and train rows, each by predict (accuracy) and decision_function (roc_auc)
+    if cv is not None:
+        assert calls.count(True) == 4 * n_splits * 2 * 2 and False not in calls
+    else:  # the train rows are the fit's own; the test rows are not the rest of the set
+        assert calls.count(True) == 4 * n_splits * 2 and calls.count(False) == 4 * n_splits * 2
+    gs = GridSearchCV(SVC(tol=1e-8, n_jobs=1), grid, **kw).fit(X, y)
+    for key in ("mean_test_accuracy", "mean_test_roc_auc", "mean_train_accuracy", "mean_train_roc_auc"):
+        np.testing.assert_allclose(ps.cv_results_[key], gs.cv_results_[key], atol=1e-6)
+    calls.clear()
+    model = ps.best_estimator_
+    assert "_held_out" not in model.__dict__ or model._held_out is None
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X), gs.predict(X))
+
+
 def test_failing_fits_give_error_score_and_a_warning():
     """A candidate whose fits raise gets error_score with a FitFailedWarning, as in GridSearchCV."""
     from sklearn.exceptions import FitFailedWarning

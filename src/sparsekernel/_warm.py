@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,6 +179,7 @@ class PathStore:
         self._states = {}
         self._sessions = {}  # problem key -> (kernel, session): the kernel being walked only
         self._whole = None  # the search's training set, as the engine reads it
+        self._points = None  # the search's training set, as a fit validates it
         self._shared_mb = 0.0
         self._shared = None  # (kernel, SharedRows): the kernel being walked only
         self._fold_mb = 0.0  # a Pipeline's search: each fold's own shared rows (MB), over its transformed X
@@ -219,14 +221,44 @@ class PathStore:
                 self._sessions.clear()
                 self.data_key = data_key
 
-    def share_rows(self, X, shared_mb):
-        """Let the fits on rows of X (the search's training set) read their kernel rows from one
-        SharedRows over X per kernel setting, of ``shared_mb`` MB."""
+    def share_rows(self, X, shared_mb, points=None):
+        """Let the fits on rows of X (the search's training set, as the engine reads it) read their
+        kernel rows from one SharedRows over X per kernel setting, of ``shared_mb`` MB. ``points``:
+        the training set as a fit validates it (what :meth:`rows_of` compares a fit's held-out
+        points with)."""
         from ._base import core_matrix
 
         with self._lock:
             self._whole = core_matrix(X)
             self._shared_mb = float(shared_mb)
+            self._points = points
+
+    def rows_of(self, X, train_rows):
+        """The rows of the search's training set that X is, when X is the held-out rows of the fold
+        trained on ``train_rows`` (the others, in order) or its training rows themselves, compared
+        value by value; else None."""
+        S = self._points
+        if S is None or X.shape[1:] != S.shape[1:] or sp.issparse(X) != sp.issparse(S):
+            return None
+        held_out = np.ones(S.shape[0], dtype=bool)
+        held_out[train_rows] = False
+        for rows in (np.flatnonzero(held_out), np.asarray(train_rows)):
+            if len(rows) != X.shape[0]:
+                continue
+            part = S[rows]
+            if sp.issparse(X):
+                same = all(np.array_equal(getattr(X, a), getattr(part, a)) for a in ("indptr", "indices", "data"))
+            else:
+                same = np.array_equal(X, part)
+            if same:
+                return rows.astype(np.int32)
+        return None
+
+    def shared_rows_of(self, kernel):
+        """The search's SharedRows of ``kernel`` while the fits walk it, else None."""
+        with self._lock:
+            entry = self._shared
+            return entry[1] if entry is not None and entry[0] == kernel and self.open else None
 
     def share_fold_rows(self, mb_per_fold, max_folds):
         """Let the fits on the same data (a fold of a Pipeline's search: the last step sees the fold's
@@ -355,6 +387,7 @@ class PathStore:
             self._sessions.clear()
             self._shared = None
             self._whole = None
+            self._points = None
             self._fold_shared = {}
             self.prefitted = {}
             self._steps = {}
@@ -417,6 +450,36 @@ def _without_search_rows(params):
             rows = values.pop("search_rows")
         out[method] = values
     return out, rows
+
+
+class HeldOutScoring:
+    """How a fit of a search on rows of the search's training set (a bare estimator) computes its
+    decision values on its fold's held-out rows (the search's scoring) or on its training rows
+    (``return_train_score``): from the search's kept kernel rows of its support vectors
+    (``SharedRows.expansion``), which already hold K(sv, x) for every point of the training set,
+    instead of computing them again. The points are compared value by value with those rows
+    (``PathStore.rows_of``); anything else, or after the search's folds, is predicted as usual.
+    The values are read from float32 rows (as the fit's solver read them)."""
+
+    def __init__(self, store, kernel, train_rows, threads):
+        self._store = weakref.ref(store)
+        self.kernel = kernel
+        self.train_rows = np.asarray(train_rows)
+        self.threads = max(1, int(threads))
+
+    def decision(self, X, support, coef, intercept):
+        """intercept + K(X, support vectors) @ coef.T as in ``KernelModelMixin._decision_values``,
+        or None when X is not one of the fold's own sets of rows."""
+        store = self._store()
+        shared = store.shared_rows_of(self.kernel) if store is not None else None
+        if shared is None:
+            return None
+        rows = store.rows_of(X, self.train_rows)
+        if rows is None:
+            return None
+        sv_rows = np.ascontiguousarray(self.train_rows[support], dtype=np.int32)
+        out = shared.expansion(sv_rows, rows, np.ascontiguousarray(coef, dtype=np.float64), self.threads)
+        return out + intercept
 
 
 def search_store(search_rows):

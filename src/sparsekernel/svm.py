@@ -25,7 +25,7 @@ from sklearn.utils.validation import (
 
 from . import _dc, _engine
 from ._engine import DualProblem, KernelSpec, SolverOptions
-from ._warm import restore_prefitted
+from ._warm import HeldOutScoring, restore_prefitted
 from ._base import (
     CallbackSupportMixin,
     FitMonitor,
@@ -237,11 +237,19 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def _decision_values(self, X, coef, intercept):
         """The expansion's decision values; a model stopped at a level of the divided solve
-        (``early_stop_level``) predicts each point by the model of its cluster."""
+        (``early_stop_level``) predicts each point by the model of its cluster. A fit of a search
+        scored on its fold's own rows reads the kernel values from the search's kept rows
+        (``_warm.HeldOutScoring``)."""
         early = self.__dict__.get("_early")
-        if early is None:
-            return super()._decision_values(X, coef, intercept)
-        return early.decision(self, X, coef)
+        if early is not None:
+            return early.decision(self, X, coef)
+        held_out = self.__dict__.get("_held_out")
+        if held_out is not None:
+            X = self._validate_X(X, ensure_all_finite=False)
+            out = held_out.decision(X, self.support_, coef.toarray() if sp.issparse(coef) else coef, intercept)
+            if out is not None:
+                return out
+        return super()._decision_values(X, coef, intercept)
 
     def _keep_early_model(self, X, results):
         """After a fit stopped at a level (``early_stop_level``): the clusters' offsets, per problem,
@@ -322,6 +330,10 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
             X = _engine.fit_storage(X, kernel.name, warmth)
         options, workers = self._solver_options(X, len(problems), threads, warmth)
+        self._held_out = None
+        if warmth is not None and warmth.rows is not None and kernel.name != "precomputed":
+            # a fit on rows of its search's training set: scored from the search's kernel rows
+            self._held_out = HeldOutScoring(warmth.store, kernel, warmth.rows, threads)
         divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
         return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
                                       divide=divide)
@@ -385,6 +397,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_warm_store", None)  # a warm start is a property of this process's last fit
+        state.pop("_held_out", None)  # its search's scoring: of this process, during the search
         return state
 
 

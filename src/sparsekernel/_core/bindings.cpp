@@ -522,6 +522,24 @@ NB_MODULE(_core, m) {
                                                                std::size_t(cache_mb * 1024.0 * 1024.0));
              },
              "X"_a, "kernel"_a, "cache_mb"_a)
+        .def(
+            "expansion",
+            [](PySharedRows& s, I32Array rows, I32Array cols, DMatrix coef, int nthreads) {
+                // sum_r coef[:, r] K(x_rows[r], x_cols[c]) for every c: (m, k), from the kept rows
+                const int64_t nr = int64_t(rows.shape(0)), m = int64_t(cols.shape(0)), k = int64_t(coef.shape(0));
+                if (int64_t(coef.shape(1)) != nr) throw std::invalid_argument("expansion: coef needs one column per row");
+                for (const I32Array* a : {&rows, &cols})
+                    for (int64_t t = 0; t < int64_t(a->shape(0)); ++t)
+                        if ((*a)(t) < 0 || (*a)(t) >= s.rows->n()) throw std::invalid_argument("expansion: index out of range");
+                auto* out = new double[std::max<int64_t>(1, m * k)];
+                nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+                {
+                    nb::gil_scoped_release release;
+                    s.rows->expansion(rows.data(), nr, cols.data(), m, coef.data(), k, out, std::max(1, nthreads));
+                }
+                return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(m), size_t(k)}, owner);
+            },
+            "rows"_a, "cols"_a, "coef"_a, "nthreads"_a = 1)
         .def_prop_ro("kernel_evals", [](const PySharedRows& s) { return s.rows->kernel_evals(); })
         .def_prop_ro("peak_bytes", [](const PySharedRows& s) { return int64_t(s.rows->peak_bytes()); });
     m.def(

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
+
+#include "parallel.hpp"
 
 namespace sk {
 
@@ -66,6 +69,35 @@ int64_t SharedRows::fetch(const int32_t* g, int64_t q, Row* out, int nthreads) {
     for (int64_t r : missing) {
         const size_t k = size_t(std::find(src.begin(), src.end(), g[r]) - src.begin());
         out[r] = fresh[k];
+    }
+    return computed;
+}
+
+int64_t SharedRows::expansion(const int32_t* rows, int64_t nr, const int32_t* cols, int64_t m, const double* coef,
+                              int64_t k, double* out, int nthreads) {
+    std::fill(out, out + m * k, 0.0);
+    constexpr int64_t kBlockRows = 256;
+    std::vector<Row> got(kBlockRows);
+    std::vector<std::vector<std::pair<int64_t, double>>> weights(kBlockRows);  // each row's nonzero coef
+    const int64_t nc = std::max<int64_t>(1, std::min<int64_t>(4 * std::max(1, nthreads), m / 256));
+    int64_t computed = 0;
+    for (int64_t r0 = 0; r0 < nr; r0 += kBlockRows) {
+        const int64_t q = std::min(kBlockRows, nr - r0);
+        computed += fetch(rows + r0, q, got.data(), nthreads);
+        for (int64_t r = 0; r < q; ++r) {
+            weights[r].clear();
+            for (int64_t j = 0; j < k; ++j)
+                if (coef[j * nr + r0 + r] != 0.0) weights[r].emplace_back(j, coef[j * nr + r0 + r]);
+        }
+        // each chunk of points adds the block's rows to its own outputs
+        for_chunks(nc, nthreads, [&](int64_t c) {
+            const int64_t lo = m * c / nc, hi = m * (c + 1) / nc;
+            for (int64_t r = 0; r < q; ++r) {
+                const float* row = got[r].get();
+                for (const auto& [j, w] : weights[r])
+                    for (int64_t t = lo; t < hi; ++t) out[t * k + j] += w * double(row[cols[t]]);
+            }
+        });
     }
     return computed;
 }

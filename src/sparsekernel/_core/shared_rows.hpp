@@ -37,6 +37,12 @@ public:
     // the budget allows. Returns the number of kernel values computed.
     int64_t fetch(const int32_t* g, int64_t q, Row* out, int nthreads);
 
+    // out[c k + j] = sum_r coef[j nr + r] K(x_rows[r], x_cols[c]) (c < m, j < k): an expansion over
+    // rows of the set evaluated at other points of it (a search's held-out fold), read from the kept
+    // rows (the missing ones fetched, a block at a time). Returns the number of kernel values computed.
+    int64_t expansion(const int32_t* rows, int64_t nr, const int32_t* cols, int64_t m, const double* coef, int64_t k,
+                      double* out, int nthreads);
+
     int64_t capacity_rows() const { return n_ > 0 ? int64_t(budget_ / std::size_t(n_)) : 0; }
     std::size_t peak_bytes() const { return peak_rows_.load() * std::size_t(n_) * sizeof(float); }
     int64_t kernel_evals() const { return evals_.load(); }
