@@ -35,7 +35,30 @@ void RowCache::evict(int64_t i) {
     e.len = 0;
 }
 
+bool RowCache::catch_up(int64_t i) {
+    Entry& e = entries_[i];
+    if (!e.data || e.version == version_) return true;
+    if (e.version < log_base_) {
+        evict(i);
+        return false;
+    }
+    for (int64_t p = e.version; p < version_; ++p) {
+        for (auto [i0, j0] : log_[size_t(p - log_base_)]) {
+            const int64_t a = std::min(i0, j0), b = std::max(i0, j0);
+            if (a == b || e.len <= a) continue;
+            if (e.len <= b) {  // position a would take a value the row does not hold
+                evict(i);
+                return false;
+            }
+            std::swap(e.data[a], e.data[b]);
+        }
+    }
+    e.version = version_;
+    return true;
+}
+
 float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
+    catch_up(i);
     Entry& e = entries_[i];
     if (e.len >= len && e.data) {
         ++hits;
@@ -58,6 +81,7 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
     e.data.reset(new float[len]);
     if (old_len > 0) std::memcpy(e.data.get(), old.get(), sizeof(float) * old_len);
     e.len = len;
+    e.version = version_;
     used_ += std::size_t(len);
     peak_ = std::max(peak_, used_);
     push_back(i);
@@ -65,9 +89,9 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
     return e.data.get();
 }
 
-void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int nthreads) {
+void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int /*nthreads*/) {
     if (swaps.empty()) return;
-    // swap the entries themselves, keeping the LRU list consistent
+    // swap the entries themselves (a row goes with its variable), keeping the LRU list consistent
     for (auto [i, j] : swaps) {
         if (i == j) continue;
         const bool in_i = entries_[i].len > 0, in_j = entries_[j].len > 0;
@@ -75,34 +99,27 @@ void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swap
         if (in_j) unlink(j);
         std::swap(entries_[i].data, entries_[j].data);
         std::swap(entries_[i].len, entries_[j].len);
+        std::swap(entries_[i].version, entries_[j].version);
         if (in_j) push_back(i);
         if (in_i) push_back(j);
     }
-    // then the positions inside every cached row, row by row (one pass over each row's memory, the
-    // rows in parallel); a row that covers the smaller position of a swap but not the larger loses
-    // its tail: evicted afterwards, in LRU order as before
-    std::vector<int64_t> rows;
-    for (int64_t h = head_; h >= 0; h = entries_[h].next) rows.push_back(h);
-    const int64_t n = int64_t(rows.size());
-    std::vector<char> drop(n, 0);
-    const int64_t nc = chunks_for(n, 2.0 * double(swaps.size()), nthreads);
-    for_chunks(nc, nthreads, [&](int64_t c) {
-        for (int64_t r = n * c / nc; r < n * (c + 1) / nc; ++r) {
-            Entry& e = entries_[rows[r]];
-            for (auto [i, j] : swaps) {
-                const int64_t a = std::min(i, j), b = std::max(i, j);
-                if (a == b || e.len <= a) continue;
-                if (e.len > b) {
-                    std::swap(e.data[a], e.data[b]);
-                } else {
-                    drop[r] = 1;
-                    break;
-                }
-            }
-        }
-    });
-    for (int64_t r = 0; r < n; ++r)
-        if (drop[r]) evict(rows[r]);
+    // the positions inside the rows: logged, applied to a row when it is next read
+    log_.push_back(swaps);
+    logged_ += swaps.size();
+    ++version_;
+    while (logged_ > kMaxLoggedSwaps && log_.size() > 1) {  // the oldest pass goes; rows behind it are evicted when read
+        logged_ -= log_.front().size();
+        log_.erase(log_.begin());
+        ++log_base_;
+    }
+    // passes every cached row has caught up with need not be kept
+    int64_t oldest = version_;
+    for (int64_t h = head_; h >= 0; h = entries_[h].next) oldest = std::min(oldest, entries_[h].version);
+    while (log_base_ < oldest && !log_.empty()) {
+        logged_ -= log_.front().size();
+        log_.erase(log_.begin());
+        ++log_base_;
+    }
 }
 
 }  // namespace sk

@@ -166,29 +166,64 @@ private:
         kernel_evals += end - begin;
     }
 
-    // accumulate() from the shared rows: a gather of each row over [begin, end), the rows fetched
-    // (and kept for the other fits) a group at a time
+    // accumulate() from the shared rows: the rows this Q-provider has cached over [begin, end) read
+    // in place; the others a gather of the shared row over [begin, end), fetched (and kept for the
+    // other fits) a group at a time
     void accumulate_shared(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end,
                            double* out) {
-        constexpr int64_t kGroup = 64;
-        std::vector<int32_t> g(kGroup);
+        constexpr int64_t kGroup = 64, kSpan = 1024;  // rows fetched at once; points per pass of four rows
+        std::vector<int32_t> g;
         std::vector<SharedRows::Row> full(kGroup);
-        std::vector<double> w(kGroup);
+        std::vector<double> w, cw;
+        std::vector<const float*> cached;
         for (int64_t r0 = 0; r0 < q; r0 += kGroup) {
             const int64_t m = std::min(kGroup, q - r0);
+            g.clear();
+            w.clear();
+            cached.clear();
+            cw.clear();
             for (int64_t r = 0; r < m; ++r) {
-                g[r] = global_[idx[r0 + r]];
-                w[r] = coef[r0 + r] * y_[idx[r0 + r]];
+                const int64_t i = idx[r0 + r];
+                if (const float* row = cache_.peek(i, end)) {  // Q_i: y_i y_t K(x_i, x_t)
+                    cached.push_back(row);
+                    cw.push_back(coef[r0 + r]);
+                } else {
+                    g.push_back(global_[i]);
+                    w.push_back(coef[r0 + r] * y_[i]);
+                }
             }
-            kernel_evals += shared_->fetch(g.data(), m, full.data(), nthreads_);
+            const int64_t mg = int64_t(g.size()), mc = int64_t(cached.size());
+            if (mg > 0) kernel_evals += shared_->fetch(g.data(), mg, full.data(), nthreads_);
             const int64_t nc = chunks_for(end - begin, 2.0 * double(m), nthreads_);
             for_chunks(nc, nthreads_, [&](int64_t c) {
                 const int64_t b = begin + (end - begin) * c / nc, e = begin + (end - begin) * (c + 1) / nc;
-                for (int64_t t = b; t < e; ++t) {
-                    const int32_t gt = global_[t];
-                    double sum = 0.0;
-                    for (int64_t r = 0; r < m; ++r) sum += w[r] * full[r][gt];
-                    out[t - begin] += y_[t] * sum;
+                // four rows at a time, each read in the order of the points' global indices (a few
+                // streams, not one per row of the group: the gathers stay in the prefetchers' reach)
+                for (int64_t s = 0; s < e - b; s += kSpan) {
+                    const int64_t t0 = b + s, t1 = std::min(e, t0 + kSpan);
+                    int64_t r = 0;
+                    for (; r + 4 <= mc; r += 4) {
+                        const float *q0 = cached[r], *q1 = cached[r + 1], *q2 = cached[r + 2], *q3 = cached[r + 3];
+                        const double w0 = cw[r], w1 = cw[r + 1], w2 = cw[r + 2], w3 = cw[r + 3];
+                        for (int64_t t = t0; t < t1; ++t)
+                            out[t - begin] += w0 * q0[t] + w1 * q1[t] + w2 * q2[t] + w3 * q3[t];
+                    }
+                    for (; r < mc; ++r)
+                        for (int64_t t = t0; t < t1; ++t) out[t - begin] += cw[r] * cached[r][t];
+                    r = 0;
+                    for (; r + 4 <= mg; r += 4) {
+                        const float *f0 = full[r].get(), *f1 = full[r + 1].get(), *f2 = full[r + 2].get(),
+                                    *f3 = full[r + 3].get();
+                        const double w0 = w[r], w1 = w[r + 1], w2 = w[r + 2], w3 = w[r + 3];
+                        for (int64_t t = t0; t < t1; ++t) {
+                            const int32_t gt = global_[t];
+                            out[t - begin] += y_[t] * (w0 * f0[gt] + w1 * f1[gt] + w2 * f2[gt] + w3 * f3[gt]);
+                        }
+                    }
+                    for (; r < mg; ++r) {
+                        const float* f = full[r].get();
+                        for (int64_t t = t0; t < t1; ++t) out[t - begin] += y_[t] * (w[r] * f[global_[t]]);
+                    }
                 }
             });
         }
