@@ -323,7 +323,8 @@ class PathSearchCV(BaseSearchCV):
     search keeps, per kernel setting (gamma, ...), one store of kernel rows over its whole training
     set; every fold's solver reads the rows of its points through an index map, so a row computed
     for one fold or one C serves every other fit of that kernel setting (``shared_kernel_evals_``
-    counts what the search computed). A Pipeline's last step sees each fold's transformed data
+    counts what the search computed); each fit is scored on its held-out rows from the same rows
+    (``sparsekernel._warm.HeldOutScoring``). A Pipeline's last step sees each fold's transformed data
     (after a per-fold scaler the folds' kernels differ): there each fold keeps its own store of
     kernel rows over its transformed X, per kernel setting, which all the fold's fits read; its
     earlier steps are fitted once per fold and setting of their parameters (the Pipeline's
