@@ -247,9 +247,11 @@ class FitWarmth:
     def steps_per_variable(self, n_problems):
         """The SMO steps per variable the previous solves of the fit's problems took (their states
         in the store, when the fit starts warm from them); 0 without them."""
-        if not self.has_states(n_problems):
+        if self.store is None or not self.warm:
             return 0.0
         states = [self.store.state((self.data_key, k)) for k in range(n_problems)]
+        if not states or any(s is None for s in states):
+            return 0.0
         return sum(s.n_iter for s in states) / max(1, sum(len(s.alpha) for s in states))
 
     def has_states(self, n_problems):
