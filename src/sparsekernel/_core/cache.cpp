@@ -1,7 +1,5 @@
 #include "cache.hpp"
 
-#include "parallel.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -89,7 +87,7 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
     return e.data.get();
 }
 
-void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int /*nthreads*/) {
+void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
     if (swaps.empty()) return;
     // swap the entries themselves (a row goes with its variable), keeping the LRU list consistent
     for (auto [i, j] : swaps) {
@@ -107,19 +105,17 @@ void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swap
     log_.push_back(swaps);
     logged_ += swaps.size();
     ++version_;
-    while (logged_ > kMaxLoggedSwaps && log_.size() > 1) {  // the oldest pass goes; rows behind it are evicted when read
-        logged_ -= log_.front().size();
-        log_.erase(log_.begin());
-        ++log_base_;
-    }
+    while (logged_ > kMaxLoggedSwaps && log_.size() > 1) drop_oldest_pass();  // rows behind it: evicted when read
     // passes every cached row has caught up with need not be kept
     int64_t oldest = version_;
     for (int64_t h = head_; h >= 0; h = entries_[h].next) oldest = std::min(oldest, entries_[h].version);
-    while (log_base_ < oldest && !log_.empty()) {
-        logged_ -= log_.front().size();
-        log_.erase(log_.begin());
-        ++log_base_;
-    }
+    while (log_base_ < oldest && !log_.empty()) drop_oldest_pass();
+}
+
+void RowCache::drop_oldest_pass() {
+    logged_ -= log_.front().size();
+    log_.pop_front();
+    ++log_base_;
 }
 
 }  // namespace sk

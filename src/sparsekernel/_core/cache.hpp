@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -33,7 +34,7 @@ public:
     // once; the positions inside a cached row are swapped when the row is next read (catch_up):
     // in the final phase of a solve most cached rows are not read between two passes, and each
     // pass over every row (the eager way, LIBSVM's) cost 13 % of a search's time on magic.
-    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps, int nthreads = 1);
+    void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps);
 
     std::size_t peak_bytes() const { return peak_ * sizeof(float); }
     // How many rows of length len fit in the budget.
@@ -50,6 +51,7 @@ private:
     // Bring row i's positions up to date with the swap passes; false (and the row evicted) when a
     // pass moves a position the row lacks into one it has, or its passes are no longer logged.
     bool catch_up(int64_t i);
+    void drop_oldest_pass();
     void unlink(int64_t i);
     void push_back(int64_t i);  // most recently used at the back
     void evict(int64_t i);
@@ -58,7 +60,7 @@ private:
     int64_t head_ = -1, tail_ = -1;  // head = least recently used
     std::size_t budget_ = 0, used_ = 0, peak_ = 0;  // in floats
     static constexpr std::size_t kMaxLoggedSwaps = std::size_t(1) << 20;
-    std::vector<std::vector<std::pair<int64_t, int64_t>>> log_;  // passes log_base_, log_base_ + 1, ...
+    std::deque<std::vector<std::pair<int64_t, int64_t>>> log_;  // passes log_base_, log_base_ + 1, ...
     int64_t log_base_ = 0, version_ = 0;  // the first logged pass; passes so far
     std::size_t logged_ = 0;  // swaps in log_
 };

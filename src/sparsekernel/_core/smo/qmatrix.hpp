@@ -124,7 +124,7 @@ public:
     // Position swaps of one shrinking pass, applied in order.
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
         if (swaps.empty()) return;
-        cache_.swap_indices(swaps, nthreads_);
+        cache_.swap_indices(swaps);
         for (auto [i, j] : swaps) {
             std::swap(y_[i], y_[j]);
             std::swap(perm_[i], perm_[j]);
