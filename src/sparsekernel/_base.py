@@ -141,23 +141,34 @@ def core_array(a, dtype=None):
 _SPARSE_ENGINE_DENSITY = 0.15
 
 
-def engine_storage(X, kernel="rbf"):
+def engine_storage(X, kernel="rbf", threads=1):
     """X as the SMO engine should read it: a dense X that is mostly zeros as a CSR copy, anything
     else as given (the kernel values are the same function of the pair; only the work differs).
     For the translation-invariant kernels (rbf, laplacian: K(x - c, z - c) = K(x, z)) the zeros
     may be anywhere: X minus its columns' most frequent values is used when that is mostly zeros
-    (sparse data after StandardScaler, whose zeros all moved to -mean / std)."""
+    (sparse data after StandardScaler, whose zeros all moved to -mean / std). The entries are
+    counted and copied by the C++ core on ``threads`` threads."""
     if sp.issparse(X) or X.ndim != 2 or X.size == 0:
         return X
-    if np.count_nonzero(X) <= _SPARSE_ENGINE_DENSITY * X.size:
-        return sp.csr_matrix(X)
-    if kernel in ("rbf", "laplacian"):
+    csr = _sparse_copy(X, None, threads)
+    if csr is None and kernel in ("rbf", "laplacian"):
         shift = _column_modes(X)
-        if shift.any() and _count_unequal(X, shift) <= _SPARSE_ENGINE_DENSITY * X.size:
-            step = max(1, (1 << 22) // X.shape[1])
-            return sp.vstack([sp.csr_matrix(X[r:r + step] - shift) for r in range(0, X.shape[0], step)],
-                             format="csr")
-    return X
+        if shift.any():
+            csr = _sparse_copy(X, shift, threads)
+    return X if csr is None else csr
+
+
+def _sparse_copy(X, shift, threads, max_density=_SPARSE_ENGINE_DENSITY):
+    """Dense X - shift (shift None: X) as CSR when at most max_density of its entries are nonzero,
+    else None."""
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    shift = None if shift is None else core_array(shift, np.float64)
+    parts = _core.dense_as_csr(core_array(X), shift, float(max_density), max(1, int(threads)))
+    if parts is None:
+        return None
+    indptr, indices, values = parts
+    return sp.csr_matrix((values, indices, indptr), shape=X.shape)
 
 
 def _column_modes(X, n_sample=1024):
@@ -171,7 +182,8 @@ def _column_modes(X, n_sample=1024):
 
 
 def _count_unequal(X, shift):
-    """Entries of X that differ from their column's shift, counted a block of rows at a time."""
+    """Entries of X that differ from their column's shift, counted a block of rows at a time (a Dask
+    block's share of the count engine_storage decides by)."""
     step = max(1, (1 << 22) // X.shape[1])
     return sum(int(np.count_nonzero(X[r:r + step] != shift)) for r in range(0, X.shape[0], step))
 

@@ -307,12 +307,12 @@ def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, w
     return run_parallel(solve_one, list(range(len(problems))), workers)
 
 
-def fit_storage(X, kernel_name, warmth=None):
-    """X as the engine reads it (``_base.engine_storage``), made once for the fits of a search that
-    share it (a Pipeline's fold: ``PathStore.derived``)."""
+def fit_storage(X, kernel_name, warmth=None, threads=1):
+    """X as the engine reads it (``_base.engine_storage``, on ``threads`` threads), made once for the
+    fits of a search that share it (a Pipeline's fold: ``PathStore.derived``)."""
     if warmth is None or warmth.store is None:
-        return engine_storage(X, kernel_name)
-    return warmth.store.derived(X, ("engine storage", kernel_name), lambda: engine_storage(X, kernel_name))
+        return engine_storage(X, kernel_name, threads)
+    return warmth.store.derived(X, ("engine storage", kernel_name), lambda: engine_storage(X, kernel_name, threads))
 
 
 def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):

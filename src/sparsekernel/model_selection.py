@@ -453,7 +453,7 @@ class PathSearchCV(BaseSearchCV):
         if sp.issparse(Xv):
             Xv = canonical_csr(Xv)
         # read as a fit reads its X (a dense X of mostly zeros, or of one value per column, as CSR)
-        store.share_rows(engine_storage(Xv, target.kernel), shared_rows_mb(Xv.shape[0]), points=Xv)
+        store.share_rows(engine_storage(Xv, target.kernel, available_threads()), shared_rows_mb(Xv.shape[0]), points=Xv)
 
     def _cv_splits(self, X, y, params):
         """The number of folds the search's cv makes of (X, y) (0: unknown here; the search reports

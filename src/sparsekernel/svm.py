@@ -328,7 +328,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         kernel = self._kernel_spec()
         if kernel.name != "precomputed":
             # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
-            X = _engine.fit_storage(X, kernel.name, warmth)
+            X = _engine.fit_storage(X, kernel.name, warmth, threads)
         options, workers = self._solver_options(X, len(problems), threads, warmth)
         self._held_out = None
         if warmth is not None and warmth.rows is not None and kernel.name != "precomputed":

@@ -14,6 +14,8 @@
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
+#include <algorithm>
 
 #include "kernels.hpp"
 #include "matrix.hpp"
@@ -450,6 +452,66 @@ nb::object expansion_decision(DMatrix X, DMatrix B, DMatrix coef, DArray interce
     return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(n), size_t(k)}, owner));
 }
 
+// The entries of dense X (n x d, float32 or float64) that differ from shift (one value per column,
+// or none: zero) as a CSR triplet (indptr int64, indices int32, values float64 of x - shift), or
+// None when they are more than max_density of the n d entries. Rows are counted, then written, in
+// parallel blocks: the engine's storage for a dense X of mostly zeros (_base.engine_storage).
+template <class T>
+nb::object dense_as_csr(nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::device::cpu> X, nb::object shift_obj,
+                        double max_density, int nthreads) {
+    const int64_t n = int64_t(X.shape(0)), d = int64_t(X.shape(1));
+    std::vector<double> shift(size_t(d), 0.0);
+    if (!shift_obj.is_none()) {
+        const auto sh = nb::cast<DArray>(shift_obj);
+        if (int64_t(sh.shape(0)) != d) throw std::invalid_argument("dense_as_csr: one shift per column");
+        std::copy(sh.data(), sh.data() + d, shift.begin());
+    }
+    const T* x = X.data();
+    auto* indptr = new int64_t[size_t(n) + 1];
+    nb::capsule indptr_owner(indptr, [](void* p) noexcept { delete[] static_cast<int64_t*>(p); });
+    int32_t* indices = nullptr;
+    double* values = nullptr;
+    int64_t nnz = 0;
+    {
+        nb::gil_scoped_release release;
+        nthreads = std::max(1, nthreads);
+        constexpr int64_t kRows = 256;
+        const int64_t blocks = (n + kRows - 1) / kRows;
+        indptr[0] = 0;
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+        for (int64_t b = 0; b < blocks; ++b)
+            for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
+                int64_t c = 0;
+                for (int64_t k = 0; k < d; ++k) c += double(x[i * d + k]) != shift[k];
+                indptr[i + 1] = c;
+            }
+        for (int64_t i = 0; i < n; ++i) indptr[i + 1] += indptr[i];
+        nnz = indptr[n];
+        if (double(nnz) <= max_density * double(n) * double(d)) {
+            indices = new int32_t[size_t(std::max<int64_t>(1, nnz))];
+            values = new double[size_t(std::max<int64_t>(1, nnz))];
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+            for (int64_t b = 0; b < blocks; ++b)
+                for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
+                    int64_t at = indptr[i];
+                    for (int64_t k = 0; k < d; ++k) {
+                        const double v = double(x[i * d + k]) - shift[k];
+                        if (double(x[i * d + k]) != shift[k]) {
+                            indices[at] = int32_t(k);
+                            values[at++] = v;
+                        }
+                    }
+                }
+        }
+    }
+    if (indices == nullptr) return nb::none();
+    nb::capsule indices_owner(indices, [](void* p) noexcept { delete[] static_cast<int32_t*>(p); });
+    nb::capsule values_owner(values, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+    return nb::make_tuple(nb::ndarray<nb::numpy, int64_t, nb::ndim<1>>(indptr, {size_t(n) + 1}, indptr_owner),
+                          nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>(indices, {size_t(nnz)}, indices_owner),
+                          nb::ndarray<nb::numpy, double, nb::ndim<1>>(values, {size_t(nnz)}, values_owner));
+}
+
 }  // namespace
 
 void bind_nssvm(nb::module_& m);  // nssvm.cpp
@@ -465,6 +527,8 @@ NB_MODULE(_core, m) {
     m.def(
         "max_threads", [] { return omp_get_max_threads(); },
         "The OpenMP threads this core's runtime may start now (OMP_NUM_THREADS, threadpoolctl limits).");
+    m.def("dense_as_csr", &dense_as_csr<double>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
+    m.def("dense_as_csr", &dense_as_csr<float>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
     m.def("kernel_columns", &kernel_columns, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "out"_a,

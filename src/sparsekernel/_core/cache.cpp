@@ -1,13 +1,16 @@
 #include "cache.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <utility>
 
 namespace sk {
 
-RowCache::RowCache(int64_t n_rows, std::size_t budget_bytes)
-    : entries_(n_rows), budget_(budget_bytes / sizeof(float)) {}
+RowCache::RowCache(int64_t n_rows, std::size_t budget_bytes, int nthreads)
+    : entries_(n_rows), budget_(budget_bytes / sizeof(float)), nthreads_(nthreads) {}
 
 void RowCache::unlink(int64_t i) {
     Entry& e = entries_[i];
@@ -40,15 +43,31 @@ bool RowCache::catch_up(int64_t i) {
         evict(i);
         return false;
     }
+    // The swaps of one pass move distinct positions (do_shrinking pairs an increasing position with
+    // a decreasing one), so they commute and a long pass is applied in parallel chunks; the passes
+    // follow each other in order.
+    float* row = e.data.get();
+    const int64_t len = e.len;
     for (int64_t p = e.version; p < version_; ++p) {
-        for (auto [i0, j0] : log_[size_t(p - log_base_)]) {
-            const int64_t a = std::min(i0, j0), b = std::max(i0, j0);
-            if (a == b || e.len <= a) continue;
-            if (e.len <= b) {  // position a would take a value the row does not hold
-                evict(i);
-                return false;
+        const auto& swaps = log_[size_t(p - log_base_)];
+        const int64_t n = int64_t(swaps.size());
+        const int64_t nc = chunks_for(n, 8.0, nthreads_);
+        std::atomic<bool> lacking{false};
+        for_chunks(nc, nthreads_, [&](int64_t c) {
+            for (int64_t s = n * c / nc; s < n * (c + 1) / nc; ++s) {
+                const int64_t a = std::min(swaps[s].first, swaps[s].second);
+                const int64_t b = std::max(swaps[s].first, swaps[s].second);
+                if (a == b || len <= a) continue;
+                if (len <= b) {  // position a would take a value the row does not hold
+                    lacking.store(true, std::memory_order_relaxed);
+                    continue;
+                }
+                std::swap(row[a], row[b]);
             }
-            std::swap(e.data[a], e.data[b]);
+        });
+        if (lacking.load()) {
+            evict(i);
+            return false;
         }
     }
     e.version = version_;

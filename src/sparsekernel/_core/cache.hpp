@@ -16,7 +16,8 @@ namespace sk {
 
 class RowCache {
 public:
-    RowCache(int64_t n_rows, std::size_t budget_bytes);
+    // nthreads: for bringing a long-unread row up to date with the swap passes (catch_up)
+    RowCache(int64_t n_rows, std::size_t budget_bytes, int nthreads = 1);
 
     // Storage for row `i` with room for `len` entries, most recently used from now on. `*valid`
     // receives how many leading entries already hold data (0 for a new row). Returns nullptr when
@@ -59,6 +60,7 @@ private:
     std::vector<Entry> entries_;
     int64_t head_ = -1, tail_ = -1;  // head = least recently used
     std::size_t budget_ = 0, used_ = 0, peak_ = 0;  // in floats
+    int nthreads_ = 1;
     static constexpr std::size_t kMaxLoggedSwaps = std::size_t(1) << 20;
     std::deque<std::vector<std::pair<int64_t, int64_t>>> log_;  // passes log_base_, log_base_ + 1, ...
     int64_t log_base_ = 0, version_ = 0;  // the first logged pass; passes so far

@@ -35,6 +35,12 @@ bool Kernel::use_csc(int64_t i, const int32_t* cols) const {
     return cols == nullptr && !csc_work_.empty() && csc_work_[i] < 0.7 * double(B_.indptr[B_.n]);
 }
 
+double Kernel::row_cost(int64_t i, const int32_t* cols) const {
+    if (p_.type == KernelType::precomputed) return 1.0;
+    if (use_csc(i, cols)) return csc_work_[i] / double(std::max<int64_t>(1, B_.n)) + 8.0;
+    return (B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d)) + 8.0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // measures
 
@@ -227,11 +233,9 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
             out[t - begin] = static_cast<float>(arow[cols ? cols[t] : t] * (signs ? sign_i * signs[t] : 1.0));
         return;
     }
-    double cost = B_.sparse ? double(B_.indptr[B_.n]) / std::max<int64_t>(1, B_.n) : double(B_.d);
+    const int64_t n_chunks = chunks_for(m, row_cost(i, cols), nthreads);
     if (use_csc(i, cols)) {
         // one pass per feature of x_i over the points having it (see csc_measures)
-        const double csc_cost = csc_work_[i] / double(std::max<int64_t>(1, B_.n));
-        const int64_t n_chunks = chunks_for(m, csc_cost + 8.0, nthreads);
         const int mm = static_cast<int>(measure_);
         const double anorm = mm == 2 ? A_.l1norm[i] : A_.sqnorm[i];
         const int32_t* xi = A_.indices + A_.indptr[i];
@@ -255,7 +259,6 @@ void Kernel::row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, flo
     }
     std::vector<double> scratch;
     const double* arow = dense_row_of_a(i, scratch);
-    const int64_t n_chunks = chunks_for(m, cost + 8.0, nthreads);
     for_chunks(n_chunks, nthreads, [&](int64_t c) {
         constexpr int64_t kPiece = 512;
         double buf[kPiece];

@@ -47,6 +47,8 @@ public:
     // exact), in the same parallel pass.
     void row(int64_t i, const int32_t* cols, int64_t begin, int64_t end, float* out, int nthreads,
              const double* signs = nullptr, double sign_i = 1.0) const;
+    // Operations per value of row(i, cols, ...): what a pass that computes a row sizes its chunks by.
+    double row_cost(int64_t i, const int32_t* cols) const;
 
     // out[r][t] = K(a_{rows[r]}, b_{cols[t]}) for r < q, t < m: the q rows as one product of a
     // densified block of A against B (sparse rows of B against the dense block for CSR input).

@@ -48,12 +48,11 @@ def _count_unequal_task(X, shift):
 
 def _to_engine_storage(X, shift):
     """A dense block as the engine stores it: CSR of X - shift (shift None: of X itself)."""
-    if shift is None:
-        return sp.csr_matrix(X)
-    step = max(1, (1 << 22) // max(1, X.shape[1]))
-    if X.shape[0] == 0:
-        return sp.csr_matrix(X.shape, dtype=X.dtype)
-    return sp.vstack([sp.csr_matrix(X[r:r + step] - shift) for r in range(0, X.shape[0], step)], format="csr")
+    from .._base import _sparse_copy
+
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return sp.csr_matrix(X.shape, dtype=np.float64)
+    return _sparse_copy(X, shift, _worker_threads(), max_density=1.0)
 
 
 def _check_range_task(X, kernel, gamma, coef0, degree):

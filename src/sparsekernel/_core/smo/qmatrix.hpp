@@ -31,7 +31,7 @@ public:
     KernelQ(const Matrix& X, const KernelParams& params, const double* y, int64_t l, std::size_t cache_bytes,
             int nthreads)
         // the pair step needs two rows at once: a budget below two rows caches nothing
-        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0),
+        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0, nthreads),
           y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads) {
         const Kernel diag(X_, X_, params_);
         for (int64_t i = 0; i < l; ++i) {
@@ -49,7 +49,7 @@ public:
     // gathered rows, addressed by active position as above.
     KernelQ(const Matrix& X, const KernelParams& params, const double* y, int64_t l, std::size_t cache_bytes,
             int nthreads, SharedRows* shared, const int32_t* global)
-        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0),
+        : X_(X), params_(params), cache_(l, cache_bytes >= std::size_t(2 * l) * sizeof(float) ? cache_bytes : 0, nthreads),
           y_(y, y + l), perm_(l), QD_(l), nthreads_(nthreads), shared_(shared), global_(global, global + l) {
         for (int64_t i = 0; i < l; ++i) {
             perm_[i] = int32_t(i);
@@ -73,6 +73,29 @@ public:
         }
         if (valid < len) fill_row(i, valid, len, row);
         return row;
+    }
+
+    // Rows by parts (Solver::row_by_parts): row i's storage over [0, len) and in *valid how many
+    // leading entries it holds; the caller's parallel pass computes the rest, a range per chunk, with
+    // fill_part (safe from several threads at once). Shared rows come whole (valid = len).
+    static constexpr bool kRowsByParts = true;
+    float* row_for_parts(int64_t i, int64_t len, int64_t* valid) {
+        if (shared_) {
+            *valid = len;
+            return const_cast<float*>(get_Q(i, len));
+        }
+        float* row = cache_.get(i, len, valid);
+        if (row == nullptr) {
+            row = scratch_[next_scratch_].data();
+            next_scratch_ ^= 1;
+            *valid = 0;
+        }
+        kernel_evals += len - *valid;
+        return row;
+    }
+    double part_cost(int64_t i) const { return kernel_->row_cost(perm_[i], cols()); }
+    void fill_part(int64_t i, int64_t begin, int64_t end, float* row) const {
+        kernel_->row(perm_[i], cols(), begin, end, row + begin, 1, y_.data(), y_[i]);
     }
 
     // Rows for the active positions idx[0..q) over [0, len), as kernel blocks for the missing parts:
@@ -300,6 +323,7 @@ private:
 class SvrQ {
 public:
     static constexpr bool kKernelRows = true;
+    static constexpr bool kRowsByParts = false;
     // shared, global: as KernelQ's second constructor (point t is row global[t] of the shared set)
     SvrQ(const Matrix& X, const KernelParams& params, int64_t n, std::size_t cache_bytes, int nthreads,
          SharedRows* shared = nullptr, const int32_t* global = nullptr)
@@ -387,6 +411,7 @@ private:
 class DenseQ {
 public:
     static constexpr bool kKernelRows = false;
+    static constexpr bool kRowsByParts = false;
     // Q is q x q row-major (float), already multiplied by the labels.
     DenseQ(const float* Q, int64_t q) : Q_(Q), q_(q), QD_(q) {
         for (int64_t i = 0; i < q; ++i) QD_[i] = Q_[i * q + i];

@@ -348,6 +348,18 @@ private:
     }
 
     // ------------------------------------------------------------------ pair route
+    // Row i over the active positions with its missing entries left to the pass that reads it: each
+    // chunk [lo, hi) of that pass calls fill_row_part first, so computing the row costs no
+    // synchronisation of its own (a pair step: two passes instead of four when both rows miss). The
+    // pass must run all its chunks: the cache already counts the row as whole. Q-providers without
+    // rows by parts return the whole row.
+    struct RowParts {
+        int64_t i = -1;  // the row still to complete, or -1
+        float* row = nullptr;
+        int64_t valid = 0;  // entries it already holds
+        double cost = 0.0;  // operations per missing entry
+    };
+
     // Working-set selection. i = argmax_{I_up} F (the maximal violator). j over I_low: first order
     // takes argmin F; second order (Fan-Chen-Lin WSS 2) minimises -b^2/quad with b = F_i - F_j > 0,
     // quad = K_ii + K_jj - 2K_ij + psi''_i + psi''_j (tau when not positive); for the entropic term
@@ -376,11 +388,15 @@ private:
             gap = 0.0;
             return true;
         }
-        const float* Qi = (kSecondOrder && i >= 0) ? active_row(i) : nullptr;
-        const double QDi = i >= 0 ? diag(i) : 0.0, yi = i >= 0 ? y_[i] : 0.0;
-        low_.assign(nc, LowScan{});
-        for_chunks(nc, opt_.nthreads, [&](int64_t c) {
-            const int64_t lo = n * c / nc, hi = n * (c + 1) / nc;
+        // second order: row i, its missing entries computed by this scan's chunks (one pass, one wait)
+        RowParts ri;
+        const float* Qi = kSecondOrder ? row_by_parts(i, ri) : nullptr;
+        const double QDi = diag(i), yi = y_[i];
+        const int64_t ncl = ri.i >= 0 ? chunks_for(n, 4.0 + ri.cost, opt_.nthreads) : nc;
+        low_.assign(ncl, LowScan{});
+        for_chunks(ncl, opt_.nthreads, [&](int64_t c) {
+            const int64_t lo = n * c / ncl, hi = n * (c + 1) / ncl;
+            fill_row_part(ri, lo, hi);
             if constexpr (kSecondOrder) {
                 low_[c] = scan_low_second_order(G_.data(), y_.data(), can_low_.data(), diag_data(), Qi, QDi, yi, m,
                                                 opt_.tau, lo, hi);
@@ -458,7 +474,9 @@ private:
     // Minimise f along a_i += y_i t, a_j -= y_j t (keeps y'a), clip to the boxes, update G.
     void take_pair_step(int64_t i, int64_t j) {
         const float* Qi = active_row(i);
-        const float* Qj = active_row(j);
+        // row j is read by the gradient update only: its missing entries are computed there
+        RowParts rj;
+        const float* Qj = opt_.nu ? active_row(j) : row_by_parts(j, rj);
         const double ai = a_[i], aj = a_[j];
         const double ti = y_[i] > 0 ? hi_[i] - ai : ai - lo_[i];
         const double tj = y_[j] > 0 ? aj - lo_[j] : hi_[j] - aj;
@@ -492,7 +510,7 @@ private:
             diag_[i] = Q_.QD(i) + term_.d2h(a_[i], C_[i]);
             diag_[j] = Q_.QD(j) + term_.d2h(a_[j], C_[j]);
         }
-        update_gradient_pair(Qi, dai, Qj, daj);
+        update_gradient_pair(Qi, dai, Qj, daj, rj);
         update_gbar(i, ai, bi);
         update_gbar(j, aj, bj);
         if (opt_.trace) trace_after(dai * dai + daj * daj);
@@ -677,15 +695,17 @@ private:
     }
 
     // G += Q_i da_i + Q_j da_j over the active set, fused with the next selection's first pass
-    void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj) {
+    // (rj: Qj's missing entries, computed by this pass's chunks; not for nu, whose Qj is whole)
+    void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj, const RowParts& rj = {}) {
         const int64_t n = active_size_;
-        const int64_t nc = chunks_for(n, 4.0, opt_.nthreads);
+        const int64_t nc = chunks_for(n, 4.0 + rj.cost, opt_.nthreads);
         if (opt_.nu) {  // the next selection's first pass within each class
             scan_up_by_class(Qi, dai, Qj, daj, n, nc);
             return;
         }
         up_.assign(nc, UpScan{});
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
+            fill_row_part(rj, n * c / nc, n * (c + 1) / nc);
             up_[c] = scan_update_gradient(G_.data(), Qi, dai, Qj, daj, y_.data(), can_up_.data(), n * c / nc,
                                           n * (c + 1) / nc);
         });
@@ -739,6 +759,26 @@ private:
     }
 
     const float* active_row(int64_t i) { return Q_.get_Q(i, active_size_); }
+
+    // row i as a RowParts (see there)
+    const float* row_by_parts(int64_t i, RowParts& rp) {
+        if constexpr (QM::kRowsByParts) {
+            rp.row = Q_.row_for_parts(i, active_size_, &rp.valid);
+            if (rp.valid < active_size_) {
+                rp.i = i;
+                rp.cost = Q_.part_cost(i);
+            }
+            return rp.row;
+        } else {
+            return active_row(i);
+        }
+    }
+    void fill_row_part(const RowParts& rp, int64_t lo, int64_t hi) {
+        if constexpr (QM::kRowsByParts) {
+            lo = std::max(lo, rp.valid);
+            if (rp.i >= 0 && hi > lo) Q_.fill_part(rp.i, lo, hi, rp.row);
+        }
+    }
 
     template <bool kSecondOrder, bool kConjugate>
     void solve_pairs(SolverResult& res) {
