@@ -31,7 +31,8 @@ public:
         return e.len >= len && e.data ? e.data.get() : nullptr;
     }
 
-    // A sequence of position swaps (one shrinking pass). The rows move with their variables at
+    // A sequence of position swaps (one shrinking pass), no position in two of them (do_shrinking's
+    // passes: catch_up applies a pass's swaps in parallel). The rows move with their variables at
     // once; the positions inside a cached row are swapped when the row is next read (catch_up):
     // in the final phase of a solve most cached rows are not read between two passes, and each
     // pass over every row (the eager way, LIBSVM's) cost 13 % of a search's time on magic.
