@@ -318,7 +318,8 @@ class Divide:
                            n_outer_iter=0, q=0 if template is None else template.q, status=status,
                            conjugate_fallbacks=0, kernel_evals=sum(s.kernel_evals for s in levels),
                            cache_hits=0, cache_misses=0, cache_peak_bytes=0, levels=levels,
-                           cluster_rho=cluster_rho, y=problem.y, lo=problem.lo, hi=problem.hi, idx=problem.idx)
+                           cluster_rho=cluster_rho, partition=self.partition, y=problem.y, lo=problem.lo,
+                           hi=problem.hi, idx=problem.idx)
 
 
 def _clusters(labels):

@@ -148,12 +148,13 @@ class SolveResult:
     n_threads: int = 1
     levels: list | None = None  # a divided solve's levels (_dc.LevelStats), lowest first, the whole problem last
     cluster_rho: np.ndarray | None = field(default=None, repr=False)  # a solve stopped at a level: rho per cluster
+    partition: object = field(default=None, repr=False)  # ... and the cluster tree (_dc.Partition) it was divided by
     y: np.ndarray | None = field(default=None, repr=False)
     lo: np.ndarray | None = field(default=None, repr=False)
     hi: np.ndarray | None = field(default=None, repr=False)
     idx: np.ndarray | None = field(default=None, repr=False)
 
-    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx", "cluster_rho")
+    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx", "cluster_rho", "partition")  # not in stats()
 
     def stats(self):
         """The solve's statistics as a dict (an entry of the estimators' ``solver_stats_``)."""

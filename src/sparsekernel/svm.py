@@ -256,8 +256,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         the cluster of every support vector, and the tree with its sample as the fit's X has it
         (the engine may have read X shifted by its columns' modes: prediction routes X itself)."""
         self._early = None
-        partition = self.__dict__.pop("_dc_partition", None)
         if results and results[0].cluster_rho is not None:
+            partition = results[0].partition  # (the same tree for all the fit's problems)
             level = int(self.early_stop_level)
             sv_cluster = partition.labels[level - 1][self.support_]
             partition.labels = []  # the training rows' clusters: prediction routes its own points
@@ -368,7 +368,6 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         # needed fewer kernel values than climbing from smaller ones (1e5 rows, level 1: 1.1e9 against 1.7e9)
         levels = stop or _dc.n_levels_for(X.shape[0], k)
         partition = build(X, kernel, k, levels, np.random.RandomState(0), threads)
-        self._dc_partition = partition  # for an early model (_keep_early_model), dropped after the fit
         return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
 
     def _fit_dask(self, X, y, sample_weight):
