@@ -231,3 +231,17 @@ def test_auto_divides_large_dense_rbf_problems_only(monkeypatch):
     assert SVR().fit(X, X[:, 0]).solver_ == "smo2"  # SVR: not measured
     Xw, yw = _binary(n=2400, d=36)  # 36 features and >= 2000 rows: the batched route
     assert SVC().fit(Xw, yw).solver_ == "batched"
+
+
+def test_verbose_reports_each_level(small_leaves, capsys):
+    """verbose: a line per level of the divided solve, as its solver_stats_ record them (the
+    clusters climbed lowest first), then the whole problem's progress as in any fit."""
+    X, y = _binary()
+    model = SVC(solver="dc", verbose=True).fit(X, y)
+    out = capsys.readouterr().out.splitlines()
+    lines = [ln for ln in out if "of the divided solve" in ln]
+    levels = [s for s in model.solver_stats_[0]["levels"] if s["level"] > 0]
+    assert len(lines) == len(levels) == 2
+    for ln, s in zip(lines, levels):
+        assert f"level {s['level']} of the divided solve: {s['clusters']} clusters, {s['n_iter']} iterations" in ln
+    assert out.index(lines[-1]) < len(out) - 1 and "converged" in out[-1]

@@ -648,6 +648,16 @@ class ProblemProgress:
             frac = np.log(self.first / max(float(value), m.tol)) / span if span > 0 else 0.0
         return self._tick_to(int(min(frac, 0.99) * PROGRESS_TICKS), rec)
 
+    def level(self, stats):
+        """A level of a divided solve (``_dc.LevelStats``) is done: a line when verbose. (The
+        callbacks' task counts its progress ticks, which begin with the whole problem's solve;
+        Ctrl-C and time_limit reach the levels' solves themselves.)"""
+        m = self.monitor
+        if m.verbose:
+            print(f"[{type(m.estimator).__name__}] problem {self.k + 1}/{m.n_problems}: level {stats.level} of the "
+                  f"divided solve: {stats.clusters} clusters, {stats.n_iter} iterations, {stats.seconds:.1f} s "
+                  f"({m.elapsed():.1f} s in all)", flush=True)
+
     def end(self, iteration, value, active_size, status):
         """The final report of the solve (status as the engine's: 0 converged, 1 max_iter, 2 stopped,
         3 time limit)."""

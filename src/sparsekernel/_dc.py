@@ -262,14 +262,14 @@ class Divide:
         """The engine options of one cluster's solve: one thread, a share of the cache."""
         return replace(options, threads=1, cache_mb=options.cache_mb / max(1, self.workers))
 
-    def solve(self, problem, *, solve_clusters, solve_whole, time_limit=0.0):
+    def solve(self, problem, *, solve_clusters, solve_whole, time_limit=0.0, on_level=None):
         """Solve ``problem`` (a DualProblem over the partitioned rows) from its lowest level up:
         ``solve_clusters(tasks, time_limit)`` solves a level's ClusterTasks (their SolveResults, in
         order), ``solve_whole(a0, time_limit)`` the whole problem from a0 -- in threads here
         (:func:`solve_in_memory`), in Dask tasks on the workers that hold the rows
         (``sparsekernel.dask``). The result is the whole problem's SolveResult with ``levels``
         (LevelStats) and, when stopped at a level, ``cluster_rho`` (each cluster's offset) instead
-        of the final solve."""
+        of the final solve. ``on_level(stats)`` hears of each level solved (its LevelStats)."""
         t_end = time.perf_counter() + time_limit if time_limit > 0 else None
         remaining = (lambda: 0.0 if t_end is None else max(t_end - time.perf_counter(), 1e-3))
         labels = [lab if problem.idx is None else lab[problem.idx] for lab in self.partition.labels]
@@ -290,6 +290,8 @@ class Divide:
                 a[t.var] = r.alpha
             levels.append(LevelStats(level, len(done), time.perf_counter() - t0, sum(r.n_iter for r in results),
                                      sum(r.kernel_evals for r in results)))
+            if on_level is not None:
+                on_level(levels[-1])
             if any(r.status != 0 for r in results):
                 break  # interrupted or out of time: what is solved so far is the start of the last solve
         if self.stop_level >= 1:
@@ -334,7 +336,7 @@ def solve_in_memory(divide, X, X_problem, kernel, problem, options, *, solve, ca
                     progress=None, session=None):
     """Divide.solve on X in this process: a level's clusters in ``divide.workers`` threads (one
     engine thread each), the whole problem on ``X_problem`` (its rows of X) with the fit's options,
-    session and progress; ``solve`` is ``_engine.solve``."""
+    session and progress (``progress.level`` hears of the lower levels); ``solve`` is ``_engine.solve``."""
     cluster_options = divide.cluster_options(options)
 
     def solve_clusters(tasks, limit):
@@ -345,4 +347,5 @@ def solve_in_memory(divide, X, X_problem, kernel, problem, options, *, solve, ca
         return solve(X_problem, kernel, problem, options, a0=a0, session=session, cancel=cancel, time_limit=limit,
                      progress=progress)
 
-    return divide.solve(problem, solve_clusters=solve_clusters, solve_whole=solve_whole, time_limit=time_limit)
+    return divide.solve(problem, solve_clusters=solve_clusters, solve_whole=solve_whole, time_limit=time_limit,
+                        on_level=getattr(progress, "level", None))
