@@ -117,3 +117,40 @@ def test_search_on_the_cluster_refuses_what_it_cannot_match(client):
     X, y = make_classification(n_samples=60, n_features=4, random_state=5)
     with parallel_config(backend="dask"), pytest.raises(ValueError, match="numpy array or a scipy.sparse"):
         PathSearchCV(SVC(), {"C": [1.0]}, cv=3).fit(X.tolist(), y)
+
+
+def test_one_class_search_on_the_cluster_scores_the_fits_its_tasks_made(client, monkeypatch):
+    """OneClassSVM (no labels) searched on the cluster: its walks along nu run as tasks, every
+    cross-validated fit the client scores is a task's, and the outcome is the search's without a
+    cluster."""
+    import sparsekernel.svm
+    from sparsekernel import OneClassSVM, _warm
+
+    restored = []
+
+    def counting(model, X, y, sample_weight=None, search_rows=None):
+        hit = _warm.restore_prefitted(model, X, y, sample_weight, search_rows)
+        restored.append(hit)
+        return hit
+
+    monkeypatch.setattr(sparsekernel.svm, "restore_prefitted", counting)
+    X, _ = make_classification(n_samples=240, n_features=5, random_state=6)
+    grid = {"nu": [0.1, 0.3, 0.6], "gamma": [0.1, 1.0]}
+    cv = KFold(3, shuffle=True, random_state=0)
+
+    def scoring(estimator, X, y=None):  # the mean score of held-out points (higher: more typical)
+        return float(np.mean(estimator.score_samples(X)))
+
+    estimator = OneClassSVM(tol=1e-4)
+    with parallel_config(backend="dask"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = PathSearchCV(estimator, grid, cv=cv, scoring=scoring, n_jobs=2).fit(X)
+    groups = _walk_groups(list(ParameterGrid(grid)), _walked_param(estimator, grid))
+    assert search.cluster_tasks_ == len(groups) * 3
+    n_fits = len(ParameterGrid(grid)) * 3
+    assert restored[:n_fits] == [True] * n_fits and restored[n_fits:] == [False]
+    local = PathSearchCV(estimator, grid, cv=cv, scoring=scoring, n_jobs=2).fit(X)
+    assert local.cluster_tasks_ == 0 and search.best_params_ == local.best_params_
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], local.cv_results_["mean_test_score"],
+                               rtol=1e-3)
+    np.testing.assert_array_equal(search.predict(X), local.predict(X))

@@ -494,7 +494,8 @@ def prefit_key(model, X, y, sample_weight=None):
     params = tuple(sorted((k, repr(v)) for k, v in model.get_params(deep=False).items()))
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((type(model).__name__, params)).encode())
-    h.update(data_fingerprint(X, np.asarray(y), sample_weight).encode())
+    y = np.zeros(0) if y is None else np.asarray(y)  # (a one-class fit has no labels)
+    h.update(data_fingerprint(X, y, sample_weight).encode())
     return h.hexdigest()
 
 

@@ -510,12 +510,9 @@ class PathSearchCV(BaseSearchCV):
 
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
-        from .svm import OneClassSVM
-
         target, prefix = _path_target(self.estimator, self.param_grid)
-        if _routing_enabled() or (prefix and _on_dask()) or (_on_dask() and isinstance(target, OneClassSVM)):
-            # routed fit parameters must be requested; a cluster's tasks take bare estimators; OneClassSVM's fit
-            # does not restore the fits made on a cluster (restore_prefitted): GridSearchCV's fits
+        if _routing_enabled() or (prefix and _on_dask()):
+            # routed fit parameters must be requested; a cluster's tasks take bare estimators: GridSearchCV's fits
             target, prefix = None, None
         self._target = (target, prefix)
         self._store = None

@@ -1194,6 +1194,8 @@ class OneClassSVM(OutlierMixin, _BaseSMO):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed'); y is ignored.
 
         ``search_rows`` is set by sparsekernel's searches only (``sparsekernel._warm.SearchRows``)."""
+        if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
+            return self
         t0 = time.perf_counter()
         threads = self._check_common_params()
         X, _, inputs = self._validate_fit_input(X, np.ones(_num_samples(X)))
