@@ -330,7 +330,7 @@ public:
         : ones_(n, 1.0),
           inner_(shared ? KernelQ(X, params, ones_.data(), n, cache_bytes, nthreads, shared, global)
                         : KernelQ(X, params, ones_.data(), n, cache_bytes, nthreads)),
-          n_(n), pos_(2 * n),
+          n_(n), nthreads_(nthreads), pos_(2 * n),
           point_(2 * n), sign_(2 * n), QD_(2 * n) {
         for (int64_t t = 0; t < 2 * n; ++t) {
             pos_[t] = t;
@@ -338,18 +338,30 @@ public:
             sign_[t] = t < n ? 1.0f : -1.0f;
             QD_[t] = inner_.QD(t % n);
         }
-        buf_[0].resize(2 * n);
-        buf_[1].resize(2 * n);
+        for (auto& g : gathered_) g.row.resize(2 * n);
     }
 
     double QD(int64_t i) const { return QD_[i]; }
     const double* QD_data() const { return QD_.data(); }
 
+    // The last kGathered rows gathered since the last swap pass are kept: a pair step asks for row i
+    // again after its selection did (and nu's selection asks for one row per class). A row is valid
+    // until kGathered other rows are asked for.
     const float* get_Q(int64_t i, int64_t len) {
-        float* out = buf_[next_].data();
-        next_ ^= 1;
-        gather(i, len, out);
-        return out;
+        Gathered* slot = &gathered_[0];
+        for (Gathered& g : gathered_) {
+            if (g.i == i && g.pass == passes_ && g.len >= len) {
+                g.used = ++clock_;
+                return g.row.data();
+            }
+            if (g.used < slot->used) slot = &g;  // the least recently used
+        }
+        gather(i, len, slot->row.data());
+        slot->i = i;
+        slot->len = len;
+        slot->pass = passes_;
+        slot->used = ++clock_;
+        return slot->row.data();
     }
 
     // Gathered into owned buffers (the batched route never runs on SvrQ: capacity_rows is 0).
@@ -382,6 +394,7 @@ public:
             std::swap(sign_[i], sign_[j]);
             std::swap(QD_[i], QD_[j]);
         }
+        if (!swaps.empty()) ++passes_;  // the gathered rows are in the old positions
     }
 
     int64_t capacity_rows(int64_t) const { return 0; }  // gathered rows are not kept: no blocks
@@ -393,18 +406,30 @@ private:
     void gather(int64_t i, int64_t len, float* out) {
         const float* row = inner_.get_Q(point_[i], n_);
         const float si = sign_[i];
-        for (int64_t t = 0; t < len; ++t) out[t] = si * sign_[t] * row[point_[t]];
+        const int64_t nc = chunks_for(len, 3.0, nthreads_);
+        for_chunks(nc, nthreads_, [&](int64_t c) {
+            for (int64_t t = len * c / nc; t < len * (c + 1) / nc; ++t) out[t] = si * sign_[t] * row[point_[t]];
+        });
     }
+
+    struct Gathered {
+        std::vector<float> row;
+        int64_t i = -1, len = 0, pass = -1;  // row i over [0, len) as the positions were after swap pass `pass`
+        uint64_t used = 0;
+    };
+    static constexpr int kGathered = 4;
 
     std::vector<double> ones_;  // the inner provider's labels (declared before inner_)
     KernelQ inner_;
     int64_t n_;
+    int nthreads_;
     std::vector<int64_t> pos_;   // variable (0..2N) at each position
     std::vector<int32_t> point_;  // its point
     std::vector<float> sign_;     // +1 for a+, -1 for a-
     std::vector<double> QD_;
-    std::vector<float> buf_[2];
-    int next_ = 0;
+    Gathered gathered_[kGathered];
+    int64_t passes_ = 0;
+    uint64_t clock_ = 0;
     std::vector<std::vector<float>> block_;
 };
 
