@@ -154,9 +154,10 @@ def _rows_of_X_gathered(monkeypatch, n_features):
 
 
 def test_the_client_never_holds_X(client, monkeypatch):
-    """What reaches the client with X's columns: the sample of the clustering, the rows whose
-    columns' most frequent values decide the engine's storage of X (rbf: ``engine_storage``) and the
-    support vectors; never X (the spy sees X when it is computed)."""
+    """What reaches the client with X's columns: the sample of the clustering, the 64 rows that
+    screen whether X may be mostly its columns' most frequent values (rbf: ``engine_storage``; this
+    X is not, so the 1024 rows of the modes are not fetched) and the support vectors; never X (the
+    spy sees X when it is computed)."""
     X, y = _binary(random_state=6)
     Xd = _dask(X, (2000, 2000, 2000))
     seen = _rows_of_X_gathered(monkeypatch, X.shape[1])
@@ -164,7 +165,7 @@ def test_the_client_never_holds_X(client, monkeypatch):
     memory = SVC(solver="dc", C=0.3).fit(X, y)
     _same_model(model, memory)
     sample = dc.sample_size(N, dc.CHILDREN, 2)
-    assert sorted(seen) == sorted([sample, 1024, len(model.support_)])
+    assert sorted(seen) == sorted([sample, 64, len(model.support_)])
     assert sum(seen) < N
     Xd[:10].compute()
     assert seen[-1] == 10

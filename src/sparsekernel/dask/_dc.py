@@ -28,7 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _dc, _engine
-from .._base import _SPARSE_ENGINE_DENSITY, _column_modes, canonical_csr, check_kernel_range
+from .._base import (_SPARSE_ENGINE_DENSITY, _column_modes, _evenly_spaced, _mostly_modes_on_a_sample, canonical_csr,
+                     check_kernel_range)
 from ._nssvc import DaskBlocks, _stack, _worker_threads, checked_dask_matrix
 
 
@@ -183,8 +184,10 @@ def _engine_rows(client, rows, kernel, nonzero):
         if kernel not in ("rbf", "laplacian"):
             return rows
         n = rows.shape[0]
+        if not _mostly_modes_on_a_sample(rows[_evenly_spaced(n, 64)]):  # the in-memory screen's rows
+            return rows
         # the rows _column_modes reads (evenly spaced), fetched: it then reads all of them in order
-        shift = _column_modes(rows[np.linspace(0, n - 1, min(1024, n)).astype(np.intp)])
+        shift = _column_modes(rows[_evenly_spaced(n, 1024)])
         if not shift.any():
             return rows
         unequal = sum(client.gather([client.submit(_count_unequal_task, xb, shift, pure=False)
