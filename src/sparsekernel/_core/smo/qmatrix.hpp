@@ -65,12 +65,7 @@ public:
     // Row i of Q over active positions [0, len).
     const float* get_Q(int64_t i, int64_t len) {
         int64_t valid = 0;
-        float* row = cache_.get(i, len, &valid);
-        if (row == nullptr) {  // the budget cannot hold one row: compute into a scratch row
-            row = scratch_[next_scratch_].data();
-            next_scratch_ ^= 1;
-            valid = 0;
-        }
+        float* row = row_slot(i, len, &valid);
         if (valid < len) fill_row(i, valid, len, row);
         return row;
     }
@@ -84,12 +79,7 @@ public:
             *valid = len;
             return const_cast<float*>(get_Q(i, len));
         }
-        float* row = cache_.get(i, len, valid);
-        if (row == nullptr) {
-            row = scratch_[next_scratch_].data();
-            next_scratch_ ^= 1;
-            *valid = 0;
-        }
+        float* row = row_slot(i, len, valid);
         kernel_evals += len - *valid;
         return row;
     }
@@ -174,6 +164,18 @@ private:
             work_.build(X_, perm_, nthreads_);
             kernel_ = std::make_unique<Kernel>(X_, work_.m, params_, nthreads_);
         }
+    }
+
+    // Row i's storage over [0, len) and how many leading entries it holds: the cache's, or a scratch
+    // row (nothing held) when the budget cannot hold one row.
+    float* row_slot(int64_t i, int64_t len, int64_t* valid) {
+        float* row = cache_.get(i, len, valid);
+        if (row == nullptr) {
+            row = scratch_[next_scratch_].data();
+            next_scratch_ ^= 1;
+            *valid = 0;
+        }
+        return row;
     }
 
     void fill_row(int64_t i, int64_t begin, int64_t end, float* row) {
