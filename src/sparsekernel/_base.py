@@ -151,7 +151,8 @@ def engine_storage(X, kernel="rbf", threads=1):
     if sp.issparse(X) or X.ndim != 2 or X.size == 0:
         return X
     csr = _sparse_copy(X, None, threads)
-    if csr is None and kernel in ("rbf", "laplacian") and _mostly_modes_on_a_sample(X[_evenly_spaced(X.shape[0], 64)]):
+    screen = X[_evenly_spaced(X.shape[0], SCREEN_ROWS)]
+    if csr is None and kernel in ("rbf", "laplacian") and _mostly_modes_on_a_sample(screen):
         shift = _column_modes(X)
         if shift.any():
             csr = _sparse_copy(X, shift, threads)
@@ -171,6 +172,10 @@ def _sparse_copy(X, shift, threads, max_density=_SPARSE_ENGINE_DENSITY):
     return sp.csr_matrix((values, indices, indptr), shape=X.shape)
 
 
+SCREEN_ROWS = 64  # rows that screen whether a dense X may be mostly its columns' modes
+MODE_ROWS = 1024  # rows whose columns' most frequent values shift X
+
+
 def _evenly_spaced(n, n_sample):
     """min(n_sample, n) evenly spaced row indices of n rows."""
     return np.linspace(0, n - 1, min(n_sample, n)).astype(np.intp)
@@ -178,13 +183,13 @@ def _evenly_spaced(n, n_sample):
 
 def _mostly_modes_on_a_sample(rows):
     """Whether X may be mostly its columns' most frequent values, judged on ``rows``, X's rows
-    _evenly_spaced(n, 64): at least 1 - 2 * _SPARSE_ENGINE_DENSITY of their entries equal their
+    _evenly_spaced(n, SCREEN_ROWS): at least 1 - 2 * _SPARSE_ENGINE_DENSITY of their entries equal their
     column's most frequent value there. A screen that spares dense data the modes and the count
     (usps: 56 %, 2.5 ms a fit)."""
     return float(np.mean(rows == _column_modes(rows))) >= 1.0 - 2.0 * _SPARSE_ENGINE_DENSITY
 
 
-def _column_modes(X, n_sample=1024):
+def _column_modes(X, n_sample=MODE_ROWS):
     """The most frequent value of each column among evenly spaced rows (ties: the smallest): the
     runs of equal values in each sorted column, all columns at once."""
     rows = X[_evenly_spaced(X.shape[0], n_sample)]

@@ -28,8 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _dc, _engine
-from .._base import (_SPARSE_ENGINE_DENSITY, _column_modes, _evenly_spaced, _mostly_modes_on_a_sample, canonical_csr,
-                     check_kernel_range)
+from .._base import (MODE_ROWS, SCREEN_ROWS, _SPARSE_ENGINE_DENSITY, _column_modes, _evenly_spaced,
+                     _mostly_modes_on_a_sample, _sparse_copy, canonical_csr, check_kernel_range)
 from ._nssvc import DaskBlocks, _stack, _worker_threads, checked_dask_matrix
 
 
@@ -49,8 +49,6 @@ def _count_unequal_task(X, shift):
 
 def _to_engine_storage(X, shift):
     """A dense block as the engine stores it: CSR of X - shift (shift None: of X itself)."""
-    from .._base import _sparse_copy
-
     if X.shape[0] == 0 or X.shape[1] == 0:
         return sp.csr_matrix(X.shape, dtype=np.float64)
     return _sparse_copy(X, shift, _worker_threads(), max_density=1.0)
@@ -184,10 +182,10 @@ def _engine_rows(client, rows, kernel, nonzero):
         if kernel not in ("rbf", "laplacian"):
             return rows
         n = rows.shape[0]
-        if not _mostly_modes_on_a_sample(rows[_evenly_spaced(n, 64)]):  # the in-memory screen's rows
+        if not _mostly_modes_on_a_sample(rows[_evenly_spaced(n, SCREEN_ROWS)]):  # the in-memory screen's rows
             return rows
         # the rows _column_modes reads (evenly spaced), fetched: it then reads all of them in order
-        shift = _column_modes(rows[_evenly_spaced(n, 1024)])
+        shift = _column_modes(rows[_evenly_spaced(n, MODE_ROWS)])
         if not shift.any():
             return rows
         unequal = sum(client.gather([client.submit(_count_unequal_task, xb, shift, pure=False)
