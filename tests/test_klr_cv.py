@@ -42,7 +42,7 @@ def test_klr_cv_chooses_the_c_of_an_independent_cross_validation():
     X, y = _data()
     Cs = [0.1, 1.0, 10.0, 100.0]
     cv = StratifiedKFold(4, shuffle=True, random_state=0)
-    model = KernelLogisticRegressionCV(Cs=Cs, cv=cv, tol=1e-8).fit(X, y)
+    model = KernelLogisticRegressionCV(Cs=Cs, cv=cv, tol=1e-8, patience=None).fit(X, y)
     gamma = resolve_gamma("scale", X)
     ref = GridSearchCV(KernelLogisticRegression(gamma=gamma, tol=1e-8), {"C": Cs}, cv=cv,
                        scoring="neg_log_loss").fit(X, y)
@@ -55,6 +55,31 @@ def test_klr_cv_chooses_the_c_of_an_independent_cross_validation():
     np.testing.assert_allclose(model.predict_proba(X), ref.best_estimator_.predict_proba(X), atol=1e-6)
     np.testing.assert_array_equal(model.predict(X), ref.best_estimator_.predict(X))
     assert model.estimator_.C == model.C_
+
+
+def test_klr_cv_walk_stops_past_the_best_c():
+    """patience=k stops the walk up the grid k values of C after the best mean score so far: the
+    values fitted are a prefix of the grid, their scores those of the full walk (NaN beyond), the last
+    k below the best, and the choice the full walk's when the best lies inside the grid."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    Cs = np.logspace(-1, 4, 8)
+    full = KernelLogisticRegressionCV(Cs=Cs, cv=cv, patience=None).fit(X, y)
+    best = int(np.argmax(full.scores_.mean(axis=0)))
+    assert 0 < best < len(Cs) - 2  # the data of this test: a best C inside the grid
+    for patience in (1, 2):
+        model = KernelLogisticRegressionCV(Cs=Cs, cv=cv, patience=patience).fit(X, y)
+        fitted = len(model.cv_results_["params"])
+        assert fitted == best + 1 + patience < len(Cs)
+        np.testing.assert_array_equal([p["C"] for p in model.cv_results_["params"]], Cs[:fitted])
+        np.testing.assert_allclose(model.scores_[:, :fitted], full.scores_[:, :fitted], rtol=1e-6)
+        assert np.all(np.isnan(model.scores_[:, fitted:]))
+        assert model.C_ == full.C_ and model.best_index_ == best
+        np.testing.assert_allclose(model.predict_proba(X), full.predict_proba(X))
+    # a grid given in any order is walked upward; with C's best at its top nothing is skipped
+    model = KernelLogisticRegressionCV(Cs=Cs[best::-1], cv=cv).fit(X, y)
+    assert len(model.cv_results_["params"]) == best + 1 and model.C_ == full.C_
 
 
 def test_sparse_klr_cv_picks_the_smallest_near_best_model():
@@ -98,7 +123,8 @@ def test_refit_false_keeps_the_results_only():
 
 
 @pytest.mark.parametrize("params, match", [({"Cs": 0}, "Cs"), ({"Cs": [1.0, -1.0]}, "Cs"), ({"refit": "yes"}, "refit"),
-                                           ({"tol": -1.0}, "tol"), ({"gamma": -1.0}, "gamma")])
+                                           ({"tol": -1.0}, "tol"), ({"gamma": -1.0}, "gamma"),
+                                           ({"patience": 0}, "patience"), ({"patience": 1.5}, "patience")])
 def test_bad_parameters_raise(params, match):
     X, y = _data(60)
     with pytest.raises(ValueError, match=match):

@@ -418,15 +418,36 @@ class PathSearchCV(BaseSearchCV):
         # fits at once, each on one thread: BLAS too (scoring's products), or its threads spin beside them
         with one_thread("blas") if self._store is not None and self._store.fit_threads == 1 else nullcontext():
             if callback_ctx is None:  # (scikit-learn < 1.9 has no callbacks)
-                evaluate_candidates(candidates)
-            else:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
+                self._evaluate_walk(evaluate_candidates, candidates)
+            elif not self._staged:  # scikit-learn's callbacks, as GridSearchCV: one sub-task per candidate and split
                 search_ctx = callback_ctx.subcontext(task_name="search", max_subtasks=len(candidates) * self.n_splits_,
                                                      sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
-                evaluate_candidates(candidates, callback_ctx=search_ctx)
+                self._evaluate_walk(lambda cands: evaluate_candidates(cands, callback_ctx=search_ctx), candidates)
+                search_ctx.call_on_fit_task_end(estimator=self)
+            else:  # a search in stages: one sub-task per stage, in it one per candidate and split
+                search_ctx = callback_ctx.subcontext(task_name="search", max_subtasks=len(candidates),
+                                                     sequential_subtasks=True).call_on_fit_task_begin(estimator=self)
+
+                def evaluate_stage(cands):
+                    stage = search_ctx.subcontext(task_name="stage", max_subtasks=len(cands) * self.n_splits_,
+                                                  sequential_subtasks=False).call_on_fit_task_begin(estimator=self)
+                    results = evaluate_candidates(cands, callback_ctx=stage)
+                    stage.call_on_fit_task_end(estimator=self)
+                    return results
+
+                self._evaluate_walk(evaluate_stage, candidates)
                 search_ctx.call_on_fit_task_end(estimator=self)
         if self._store is not None:
             # the refit that follows is a plain fit (not bounded, no folds' caches)
             self.shared_kernel_evals_, self.shared_cache_peak_bytes_ = self._store.finish_folds()
+
+    _staged = False  # True: _evaluate_walk calls evaluate more than once
+
+    def _evaluate_walk(self, evaluate, candidates):
+        """Evaluate the candidates, given in walk order, with ``evaluate`` (BaseSearchCV's
+        evaluate_candidates: each call fits its candidates on every fold and returns the results so
+        far). All at once here; a search that stops early evaluates them in stages (``_staged``)."""
+        evaluate(candidates)
 
     def _format_results(self, candidate_params, n_splits, out, more_results=None):
         # evaluated in walk order, reported in ParameterGrid order (GridSearchCV's), so that
