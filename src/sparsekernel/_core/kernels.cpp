@@ -96,9 +96,54 @@ template <int kMeasure>  // 0 dot, 1 sqdist, 2 l1
     return std::fabs(a - b);
 }
 
+// float32 rows of B (a working copy, Matrix::dense32) against a, rounded to float32 too: 8-lane
+// partial sums in four independent chains (one chain waits on its adds), summed in double at the end
+template <int kMeasure>
+SK_MULTIVERSION void dense32_measures(const double* arow, const Matrix& B, const int32_t* cols, int64_t begin,
+                                      int64_t end, double* out) {
+    typedef float v8 __attribute__((vector_size(32)));
+    const int64_t d = B.d;
+    thread_local std::vector<float> a32;
+    a32.resize(d);
+    for (int64_t k = 0; k < d; ++k) a32[k] = static_cast<float>(arow[k]);
+    const float* a = a32.data();
+    auto load = [](const float* p) {
+        v8 v;
+        std::memcpy(&v, p, sizeof(v));
+        return v;
+    };
+    auto term = [](v8 x, v8 y) {
+        if constexpr (kMeasure == 0) return x * y;
+        v8 z = x - y;
+        if constexpr (kMeasure == 1) return z * z;
+        return z < 0 ? -z : z;
+    };
+    for (int64_t t = begin; t < end; ++t) {
+        const float* b = B.dense32 + int64_t(cols ? cols[t] : t) * d;
+        v8 s0 = {}, s1 = {}, s2 = {}, s3 = {};
+        int64_t k = 0;
+        for (; k + 32 <= d; k += 32) {
+            s0 += term(load(a + k), load(b + k));
+            s1 += term(load(a + k + 8), load(b + k + 8));
+            s2 += term(load(a + k + 16), load(b + k + 16));
+            s3 += term(load(a + k + 24), load(b + k + 24));
+        }
+        for (; k + 8 <= d; k += 8) s0 += term(load(a + k), load(b + k));
+        const v8 sv = (s0 + s1) + (s2 + s3);
+        double s = 0;
+        for (int r = 0; r < 8; ++r) s += sv[r];
+        for (; k < d; ++k) s += measure_term<kMeasure>(double(a[k]), double(b[k]));
+        out[t - begin] = s;
+    }
+}
+
 template <int kMeasure>
 SK_MULTIVERSION void dense_measures(const double* arow, const Matrix& B, const int32_t* cols, int64_t begin,
                                     int64_t end, double* out) {
+    if (B.dense32) {
+        dense32_measures<kMeasure>(arow, B, cols, begin, end, out);
+        return;
+    }
     const int64_t d = B.d;
     if (B.feature_major) {
         // d contiguous passes over the points: out[t] += term(a_k, B[k][t])
@@ -467,6 +512,9 @@ void Kernel::for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols
                     const int64_t j = cols ? cols[t0 + cc] : t0 + cc;
                     if (B_.feature_major) {
                         for (int64_t k = 0; k < d; ++k) packed[k * wp + cc] = B_.dense[k * B_.n + j];
+                    } else if (B_.dense32) {
+                        const float* b = B_.dense32 + j * d;
+                        for (int64_t k = 0; k < d; ++k) packed[k * wp + cc] = b[k];
                     } else {
                         const double* b = B_.dense + j * d;
                         for (int64_t k = 0; k < d; ++k) packed[k * wp + cc] = b[k];
