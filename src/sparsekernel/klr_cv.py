@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import check_positive, resolve_gamma
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from .model_selection import PathSearchCV
 
 #: Cs=n (an int): n values of C log-spaced over [DEFAULT_C_RANGE[0], DEFAULT_C_RANGE[1]]. After
 #: StandardScaler with gamma='scale' the best C of the 12 S-KLR sets, digits, magic, a9a and w8a lies
@@ -78,31 +79,28 @@ class _ScoreAndSize:
         return {"score": self.scorer(estimator, X, y), "kept": float(estimator.kept_fraction_)}
 
 
-def _walk_stopped(patience):
-    """A PathSearchCV class whose walk along an ascending grid of C stops once ``patience``
-    values of C have followed the best mean cross-validated score so far (every fold fitted at a C
-    before the decision)."""
-    from .model_selection import PathSearchCV
+class _StoppedPathSearchCV(PathSearchCV):
+    """PathSearchCV along an ascending grid of C that stops once ``stop_after`` values of C have
+    followed the best mean cross-validated score so far (every fold fitted at a C before the
+    decision). ``stop_after`` is set by KernelLogisticRegressionCV (its ``patience``)."""
 
-    class _StoppedPathSearchCV(PathSearchCV):
-        _staged = True
+    _staged = True
+    stop_after = 1
 
-        def _evaluate_walk(self, evaluate, candidates):
-            # one group, C ascending (_walk_groups). The lower half of the grid (its fits the
-            # cheapest) as one stage, then one C per stage: a stage's k folds on t threads leave
-            # threads idle at its end (5 folds on 2 threads: 3 rounds of fits for 2.5 of work)
-            first = max(patience + 1, (len(candidates) + 1) // 2)
-            stages = [candidates[:first]] + [[cand] for cand in candidates[first:]]
-            for stage in stages:
-                results = evaluate(stage)  # all the results so far, in grid order
-                scores = [float(results["mean_test_score"][results["params"].index(c)])
-                          for c in candidates[:candidates.index(stage[-1]) + 1]]
-                # (a NaN score, error_score=nan, counts as no improvement)
-                best = int(np.nanargmax(scores)) if not np.all(np.isnan(scores)) else 0
-                if len(scores) - 1 - best >= patience:
-                    return
-
-    return _StoppedPathSearchCV
+    def _evaluate_walk(self, evaluate, candidates):
+        # one group, C ascending (_walk_groups). The lower half of the grid (its fits the cheapest)
+        # as one stage, then one C per stage: a stage's k folds on t threads leave threads idle at
+        # its end (5 folds on 2 threads: 3 rounds of fits for 2.5 of work)
+        first = max(self.stop_after + 1, (len(candidates) + 1) // 2)
+        stages = [candidates[:first]] + [[cand] for cand in candidates[first:]]
+        for stage in stages:
+            results = evaluate(stage)  # all the results so far, in grid order
+            scores = [float(results["mean_test_score"][results["params"].index(c)])
+                      for c in candidates[:candidates.index(stage[-1]) + 1]]
+            # (a NaN score, error_score=nan, counts as no improvement)
+            best = int(np.nanargmax(scores)) if not np.all(np.isnan(scores)) else 0
+            if len(scores) - 1 - best >= self.stop_after:
+                return
 
 
 class _BaseKLRCV(ClassifierMixin, BaseEstimator):
@@ -151,8 +149,6 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from .model_selection import PathSearchCV
-
         Cs = self._check_cv_params()
         patience = self._patience()
         params = {name: getattr(self, name) for name in self._MODEL_PARAMS}
@@ -163,9 +159,12 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
         if isinstance(self.gamma, str) and self.kernel != "precomputed" and not callable(self.kernel):
             # once for every fold and the final model: the folds then share their kernel rows
             model.set_params(gamma=resolve_gamma(self.gamma, X))
-        search_class = PathSearchCV if patience is None or len(Cs) <= patience + 1 else _walk_stopped(patience)
-        search = search_class(model, self._grid(Cs), scoring=self._scoring(), cv=self.cv, n_jobs=self.n_jobs,
-                              refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose)
+        stopped = patience is not None and len(Cs) > patience + 1
+        search = (_StoppedPathSearchCV if stopped else PathSearchCV)(
+            model, self._grid(Cs), scoring=self._scoring(), cv=self.cv, n_jobs=self.n_jobs,
+            refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose)
+        if stopped:
+            search.stop_after = patience
         fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
         search.fit(X, y, **fit_params)
         results = search.cv_results_
