@@ -53,6 +53,10 @@ def dataset(name):
         X, y = make_classification(n_samples=500, n_features=20, n_informative=6, n_redundant=4,
                                    flip_y=0.1, class_sep=0.8, random_state=1)
         X = _std(X)
+    elif name == "clf_wide":  # dense, more than 32 features: the engine's working copy holds float32 rows
+        X, y = make_classification(n_samples=400, n_features=48, n_informative=10, n_redundant=6, flip_y=0.05,
+                                   random_state=6)
+        X = _std(X)
     elif name == "clf_imbalanced":
         X, y = make_classification(n_samples=400, n_features=10, n_informative=4, weights=[0.85, 0.15],
                                    flip_y=0.02, random_state=2)

@@ -101,6 +101,12 @@ BINARY_CASES = [
     ("digits_binary", dict(kernel="poly", degree=3, coef0=1.0), 0.5, 1e-3),
     ("clf_easy", dict(kernel="sigmoid", gamma=0.01), 1.0, 1e-3),
     ("clf_easy", dict(kernel="laplacian", gamma=0.1), 5.0, 1e-3),
+    # dense and wide: kernel rows from the float32 working copy, against a float64 K
+    ("clf_wide", dict(kernel="rbf"), 10.0, 1e-4),
+    ("clf_wide", dict(kernel="laplacian", gamma=0.01), 5.0, 1e-3),
+    ("clf_wide", dict(kernel="linear"), 0.1, 1e-3),
+    ("clf_wide", dict(kernel="poly", degree=2, coef0=1.0, gamma=0.02), 1.0, 1e-3),
+    ("clf_wide", dict(kernel="sigmoid", gamma=0.002), 1.0, 1e-3),
 ]
 
 
