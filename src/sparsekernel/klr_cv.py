@@ -15,13 +15,14 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import check_positive, resolve_gamma
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
-from .model_selection import PathSearchCV
+from .model_selection import PathSearchCV, _candidate_key
 
 #: Cs=n (an int): n values of C log-spaced over [DEFAULT_C_RANGE[0], DEFAULT_C_RANGE[1]]. After
 #: StandardScaler with gamma='scale' the best C of the 12 S-KLR sets, digits, magic, a9a and w8a lies
@@ -186,10 +187,6 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
         """The per-fold test scores of ``metric`` as (n_splits, n_candidates), the candidates in grid
         order (that of cv_results_ when every candidate was fitted); NaN for the candidates a stopped
         walk did not reach."""
-        from sklearn.model_selection import ParameterGrid
-
-        from .model_selection import _candidate_key
-
         grid = [_candidate_key(c) for c in ParameterGrid(self._grid(Cs))]
         at = {key: k for k, key in enumerate(grid)}
         scores = np.full((self.n_splits_, len(grid)), np.nan)
