@@ -258,3 +258,41 @@ def test_gamma_scale_float32_input_as_sklearn(name):
     assert model._gamma == pytest.approx(ref._gamma, rel=1e-12)
     assert model._gamma == pytest.approx(SVC().fit(X32.astype(np.float64), y)._gamma, rel=1e-12)
     assert np.asarray(model._gamma).dtype == np.float64
+
+
+@pytest.mark.parametrize("kernel, params, ref", KERNEL_CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("d, shift", [(3, 0.0), (10, 0.0), (10, 1000.0), (40, 0.0)])
+@pytest.mark.parametrize("shrinking", [True, False])
+@pytest.mark.parametrize("cache_mb, tol, bound", [(200.0, 1e-3, 3e-7), (1.0, 1e-3, 3e-7), (1.0, 1e-5, 1e-8)])
+def test_start_up_gradient_of_a_warm_start_equals_a_dense_product(kernel, params, ref, d, shift, shrinking, cache_mb,
+                                                                  tol, bound):
+    """The engine's gradient at a warm start a0 (no step taken): y * K (a0 * y) + p, against
+    numpy's product with sklearn's K. A cache that holds every row computes them as blocks; a
+    smaller one streams kernel-vector products (for the exp kernels on dense data, the fused
+    float32 products; at a tight tol, doubles: a smaller error). Enough nonzero a0 (free and at the bound, for G_bar) to take the block
+    route; sizes off the panels and tiles; data far from the origin (shift) would show
+    cancellation in the distances."""
+    from sparsekernel._engine import DualProblem, KernelSpec, SolverOptions, solve
+
+    gamma, coef0, degree = params
+    rng = np.random.RandomState(d)
+    n = 1003
+    X = rng.randn(n, d) * 0.5 + shift
+    if kernel in ("poly", "sigmoid", "linear") and shift:
+        pytest.skip("the dot-product kernels of points far from the origin overflow")
+    y = np.where(rng.rand(n) < 0.5, 1.0, -1.0)
+    pos, neg = np.flatnonzero(y > 0)[:151], np.flatnonzero(y < 0)[:151]
+    a0 = np.zeros(n)
+    a0[pos] = rng.rand(151)
+    a0[neg] = a0[pos][::-1]  # y'a0 = 0
+    a0[pos[:40]] = a0[neg[:40]] = 1.0  # at the upper bound
+    g = gamma / d
+    problem = DualProblem(y=y, p=-np.ones(n), hi=np.ones(n))
+    r = solve(X, KernelSpec(kernel, gamma=g, coef0=coef0, degree=degree), problem,
+              SolverOptions(max_iter=0, shrinking=shrinking, threads=2, cache_mb=cache_mb, tol=tol), a0=a0)
+    assert r.n_iter == 0
+    np.testing.assert_array_equal(r.alpha, a0)
+    K = ref(X, X, g, coef0, degree)
+    expected = y * (K @ (a0 * y)) - 1.0
+    scale = np.abs(K) @ np.abs(a0) + 1.0
+    np.testing.assert_array_less(np.abs(r.grad - expected) / scale, bound)

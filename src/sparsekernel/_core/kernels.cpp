@@ -457,6 +457,71 @@ SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, 
     }
 }
 
+// Fused kernel-vector products of the exp kernels on dense data, in float32: out[t] += sum_r w_r
+// exp(-gamma m(a_r, b_t)), m the squared (kMeasure 1) or L1 (2) distance, without a tile of kernel
+// values ever leaving the registers. The rows a_r sit in panels of kFusedRows, k-major
+// (ap[k * kFusedRows + r]), the points in tiles of kFusedPoints, k-major (bp[k * kFusedPoints + c]);
+// per feature, a panel against a tile takes kFusedRows x 2 vector differences and squares; the
+// distances go through exp8_nonpositive, and w_r K_rc is summed over a panel in float32, over
+// panels in double (every kFusedFlush panels). The terms are differences of float32-rounded inputs
+// (moved next to the origin first), as in the float32 working rows (dense32_measures): no
+// cancellation, whatever the norms. Kernel
+// rows are float32 anyway: a start-up gradient from these sums differs from one summed from cached
+// rows by their rounding.
+constexpr int64_t kFusedRows = 4, kFusedPoints = 16, kFusedFlush = 16;
+
+template <int kMeasure>
+[[gnu::always_inline]] inline void fused_panel(const float* __restrict ap, const float* __restrict w,
+                                               const float* __restrict bp, int64_t d, float neg_gamma, Vec8f& s0,
+                                               Vec8f& s1) {
+    Vec8f lo[kFusedRows], hi[kFusedRows];
+    for (int64_t r = 0; r < kFusedRows; ++r) lo[r] = hi[r] = Vec8f{};
+#pragma GCC unroll 1
+    for (int64_t k = 0; k < d; ++k) {
+        Vec8f b0, b1;
+        std::memcpy(&b0, bp + k * kFusedPoints, sizeof b0);
+        std::memcpy(&b1, bp + k * kFusedPoints + 8, sizeof b1);
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < kFusedRows; ++r) {
+            const float x = ap[k * kFusedRows + r];
+            const Vec8f a = {x, x, x, x, x, x, x, x};
+            const Vec8f z0 = a - b0, z1 = a - b1;
+            if constexpr (kMeasure == 1) {
+                lo[r] += z0 * z0;
+                hi[r] += z1 * z1;
+            } else {
+                lo[r] += z0 < 0 ? -z0 : z0;
+                hi[r] += z1 < 0 ? -z1 : z1;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int64_t r = 0; r < kFusedRows; ++r) {
+        s0 += w[r] * exp8_nonpositive(neg_gamma * lo[r]);
+        s1 += w[r] * exp8_nonpositive(neg_gamma * hi[r]);
+    }
+}
+
+// out[c * kFusedPoints + cc] += the sums over every panel of the block, for the n_tiles packed tiles
+template <int kMeasure>
+SK_MULTIVERSION void fused_exp_sums(const float* ap, const float* w, int64_t panels, const float* bp, int64_t n_tiles,
+                                    int64_t d, float neg_gamma, double* out) {
+    for (int64_t p0 = 0; p0 < panels; p0 += kFusedFlush) {
+        const int64_t p1 = std::min(panels, p0 + kFusedFlush);
+        for (int64_t c = 0; c < n_tiles; ++c) {
+            Vec8f s0{}, s1{};
+            const float* b = bp + c * d * kFusedPoints;
+            for (int64_t p = p0; p < p1; ++p)
+                fused_panel<kMeasure>(ap + p * d * kFusedRows, w + p * kFusedRows, b, d, neg_gamma, s0, s1);
+            double* o = out + c * kFusedPoints;
+            for (int cc = 0; cc < 8; ++cc) {
+                o[cc] += double(s0[cc]);
+                o[cc + 8] += double(s1[cc]);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 // A tile of kernel values: entry (r, cc) at v[r * row_step + cc * col_step], r < q rows of the block,
@@ -586,7 +651,7 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
 }
 
 void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                          double* out, int nthreads) const {
+                          double* out, int nthreads, bool single) const {
     if (q <= 0 || m <= 0) return;
     if (p_.type == KernelType::precomputed) {
         for (int64_t r = 0; r < q; ++r) {
@@ -598,12 +663,68 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
     const int64_t qh = max_block_rows(A_.d);
     if (q > qh) {
         for (int64_t r0 = 0; r0 < q; r0 += qh)
-            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads);
+            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads, single);
+        return;
+    }
+    if (single && !A_.sparse && !B_.sparse && measure_ != Measure::dot) {
+        fused_weighted_sum(rows, w, q, cols, m, out, nthreads);
         return;
     }
     // the tile is consumed where it was computed: nothing of size q x m is ever written
     for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, Tile tile) {
         weighted_columns(tile.v, q, tile.row_step, tile.col_step, nw, w, out + t0);
+    });
+}
+
+// weighted_sum of the exp kernels on dense data: the rows packed in float32 panels once, the points
+// in groups of tiles (a group's packed points stay in the core's cache while every panel passes
+// over them), the groups spread over the threads (fused_exp_sums)
+void Kernel::fused_weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
+                                double* out, int nthreads) const {
+    const int64_t d = A_.d, panels = (q + kFusedRows - 1) / kFusedRows;
+    auto at = [](const Matrix& M, int64_t i, int64_t k) -> double {
+        if (M.feature_major) return M.dense[k * M.n + i];
+        if (M.dense32) return M.dense32[i * M.d + k];
+        return M.dense[i * M.d + k];
+    };
+    // the distances do not change when every point moves by -origin (a point of the block): data
+    // far from 0 against their spread keep their digits when rounded to float32
+    std::vector<double> origin(d);
+    for (int64_t k = 0; k < d; ++k) origin[k] = at(A_, rows[0], k);
+    auto value = [&](const Matrix& M, int64_t i, int64_t k) -> float {
+        return static_cast<float>(at(M, i, k) - origin[k]);
+    };
+    std::vector<float> ap(panels * d * kFusedRows, 0.0f), wp(panels * kFusedRows, 0.0f);  // padding: w = 0
+    for (int64_t r = 0; r < q; ++r) {
+        float* panel = ap.data() + (r / kFusedRows) * d * kFusedRows + r % kFusedRows;
+        for (int64_t k = 0; k < d; ++k) panel[k * kFusedRows] = value(A_, rows[r], k);
+        wp[r] = static_cast<float>(w[r]);
+    }
+    // tiles per group: about 64 KB of packed points
+    const int64_t group = std::max<int64_t>(1, 1024 / std::max<int64_t>(1, d));
+    const int64_t n_tiles = (m + kFusedPoints - 1) / kFusedPoints, n_groups = (n_tiles + group - 1) / group;
+    const int64_t n_chunks = chunks_for(n_groups, double(group * kFusedPoints) * double(q) * (double(d) + 4.0),
+                                        nthreads);
+    const float neg_gamma = static_cast<float>(-p_.gamma);
+    for_chunks(n_chunks, nthreads, [&](int64_t ch) {
+        thread_local std::vector<float> bp;
+        thread_local std::vector<double> sums;
+        for (int64_t g = n_groups * ch / n_chunks; g < n_groups * (ch + 1) / n_chunks; ++g) {
+            const int64_t t0 = g * group * kFusedPoints, t1 = std::min(m, t0 + group * kFusedPoints);
+            const int64_t tiles = (t1 - t0 + kFusedPoints - 1) / kFusedPoints;
+            bp.assign(tiles * d * kFusedPoints, 0.0f);  // padding points: zeros (their sums unused)
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t j = cols ? cols[t] : t, c = (t - t0) / kFusedPoints, cc = (t - t0) % kFusedPoints;
+                float* tile = bp.data() + c * d * kFusedPoints + cc;
+                for (int64_t k = 0; k < d; ++k) tile[k * kFusedPoints] = value(B_, j, k);
+            }
+            sums.assign(tiles * kFusedPoints, 0.0);
+            if (measure_ == Measure::l1)
+                fused_exp_sums<2>(ap.data(), wp.data(), panels, bp.data(), tiles, d, neg_gamma, sums.data());
+            else
+                fused_exp_sums<1>(ap.data(), wp.data(), panels, bp.data(), tiles, d, neg_gamma, sums.data());
+            for (int64_t t = t0; t < t1; ++t) out[t] += sums[t - t0];
+        }
     });
 }
 

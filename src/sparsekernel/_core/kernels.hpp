@@ -57,12 +57,16 @@ public:
                int nthreads) const;
 
     // out[t] += sum_r w[r] K(a_{rows[r]}, b_{cols[t]}) for t < m: a kernel-vector product computed
-    // tile by tile without storing the block (the O(N^2) start-up of kernel logistic regression).
+    // tile by tile without storing the block (the O(N^2) start-up of kernel logistic regression, a
+    // warm start's gradient). single: the kernel values may be float32 (the exp kernels on dense
+    // data then run fused, fused_weighted_sum), else they are doubles.
     void weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                      double* out, int nthreads) const;
+                      double* out, int nthreads, bool single = false) const;
 
 private:
     enum class Measure { dot, sqdist, l1 };
+    void fused_weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
+                            double* out, int nthreads) const;
     template <class Consume>
     void for_block_tiles(const int32_t* rows, int64_t q, const int32_t* cols, int64_t m, int nthreads,
                          Consume consume) const;

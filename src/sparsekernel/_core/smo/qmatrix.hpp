@@ -117,7 +117,9 @@ public:
 
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
     // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum).
-    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out) {
+    // single: the kernel values may be float32 (Kernel::weighted_sum)
+    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out,
+                    bool single) {
         if (shared_) {
             accumulate_shared(idx, coef, q, begin, end, out);
             return;
@@ -129,7 +131,7 @@ public:
             w[r] = coef[r] * y_[idx[r]];
         }
         for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
-        kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_);
+        kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_, single);
         kernel_evals += q * (end - begin);
         for (int64_t t = begin; t < end; ++t) out[t - begin] += y_[t] * sum[t - begin];
     }
@@ -378,14 +380,15 @@ public:
 
     // out[t - begin] += sum_r coef_r Q(idx_r, t) = s_t sum_r (coef_r s_r) K(pt_r, pt_t): one kernel-
     // vector product over the N points, then gathered.
-    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out) {
+    void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out,
+                    bool single) {
         std::vector<int64_t> pts(q);
         std::vector<double> w(q), sum(n_, 0.0);
         for (int64_t r = 0; r < q; ++r) {
             pts[r] = point_[idx[r]];
             w[r] = coef[r] * sign_[idx[r]];
         }
-        inner_.accumulate(pts.data(), w.data(), q, 0, n_, sum.data());
+        inner_.accumulate(pts.data(), w.data(), q, 0, n_, sum.data(), single);
         for (int64_t t = begin; t < end; ++t) out[t - begin] += sign_[t] * sum[point_[t]];
     }
 
@@ -448,7 +451,7 @@ public:
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
     // the sub-problem never shrinks, so it never swaps or reconstructs
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}
-    void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*) {}
+    void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*, bool) {}
     int64_t capacity_rows(int64_t) const { return q_; }
     int64_t original(int64_t t) const { return t; }
     int64_t kernel_evals = 0;
