@@ -6,7 +6,9 @@ the nearest centre in the kernel's feature space (``Partition``). The dual probl
 each cluster of the lowest level is solved alone (the clusters in parallel threads, one engine
 thread each); each level above starts from its children's solutions put side by side, and the whole
 problem last, from level 1's. Each restricted problem keeps y'a = 0, so every start is feasible,
-and the final solve is the exact SVM to ``tol``: the clusters only decide where it starts. With
+and the final solve is the exact SVM to ``tol``: the clusters only decide where it starts. A
+start's gradient is its children's final gradients plus the kernel products between the children
+only (``StartGradient``): the final solve's start-up, n x nSV kernel values, is most of its cost. With
 little interaction between clusters (the kernel's reach is short against the distances between
 centres) the children's solutions are nearly the parent's, and the parent's solve, shrinking
 first, ends in few steps.
@@ -35,6 +37,8 @@ _KMEANS_ITER = 30
 _CENTRE_POINTS = 256
 # the lowest level's clusters hold about this many points when the levels are chosen from n
 LEAF_SIZE = 4000
+# the engine's kernel-vector products may be float32 from this tol up (solver.hpp: accumulate_rows)
+SINGLE_SUMS_MIN_TOL = 1e-4
 
 
 def n_levels_for(n, k, leaf_size=None):
@@ -240,12 +244,91 @@ class LevelStats:
 @dataclass
 class ClusterTask:
     """One cluster's problem at one level: its id, the positions of its variables in the whole
-    problem, the restricted DualProblem and its start (None: the problem's own start)."""
+    problem, the restricted DualProblem, its start (None: the problem's own start) and, when
+    known, what the gradient there is assembled from (a StartGradient: ``solve_from``)."""
 
     cluster: int
     var: np.ndarray
     problem: object
     a0: np.ndarray | None
+    start: StartGradient | None = None
+
+
+@dataclass
+class StartGradient:
+    """What the gradient of a level's start is assembled from: the children's final gradients
+    (``grad``, and ``grad_bar`` for the variables at their upper bound) over the start's positions
+    and the child cluster of each position (``child``). Within a child the gradient is the child's
+    own, so only the products between the children are new, (k - 1) / k of the n x nSV kernel
+    values of a start-up from scratch (``assemble``)."""
+
+    grad: np.ndarray
+    grad_bar: np.ndarray
+    child: np.ndarray
+
+    def assemble(self, X, kernel, problem, a0, tol, threads):
+        """(g0, gbar0, kernel values computed) at a0 for the problem over the rows of X (a
+        ``_core.Matrix``, position t = row t): y_t sum over the other children's support vectors s
+        of a_s y_s K(x_s, x_t), added to the child's G (and, for bounded s, to its G_bar)."""
+        y, hi = problem.y, problem.hi
+        g0, gbar0 = self.grad.copy(), self.grad_bar.copy()
+        single = tol >= SINGLE_SUMS_MIN_TOL
+        evals = 0
+        for _, pos in _clusters(self.child):
+            others = np.ones(len(y), dtype=bool)
+            others[pos] = False
+            others = np.flatnonzero(others)
+            for bounded in (True, False):
+                src = others[(a0[others] > 0) & ((a0[others] >= hi[others]) == bounded)]
+                if len(src) == 0:
+                    continue
+                s = y[pos] * _core.kernel_weighted_sum(X, kernel.code, kernel.gamma, kernel.coef0, kernel.degree,
+                                                       src.astype(np.int32), a0[src] * y[src], pos.astype(np.int32),
+                                                       single, max(1, int(threads)))
+                evals += len(src) * len(pos)
+                g0[pos] += s
+                if bounded:
+                    gbar0[pos] += s
+        return g0, gbar0, evals
+
+
+def solve_from(solve, X, kernel, problem, options, a0, start, **kwargs):
+    """``solve`` (``_engine.solve``) of the problem over the rows X from a0, with the gradient there
+    assembled from ``start`` (a StartGradient; None: the engine computes it); the assembly's kernel
+    values are counted in the result's."""
+    if start is None:
+        return solve(X, kernel, problem, options, a0=a0, **kwargs)
+    X = X if isinstance(X, _core.Matrix) else core_matrix(X)
+    g0, gbar0, evals = start.assemble(X, kernel, problem, a0, options.tol, options.threads)
+    r = solve(X, kernel, problem, options, a0=a0, g0=g0, gbar0=gbar0, **kwargs)
+    r.kernel_evals += evals
+    return r
+
+
+class _Gradients:
+    """The final gradients of the solved clusters over the whole problem's positions, while they
+    can make starts: C-SVC's problems (binary, linear term, lower bounds 0) solved with shrinking
+    (G_bar kept) to the end."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.usable = problem.kind == "binary" and problem.term == "linear" and not problem.nu \
+            and not np.any(problem.lo)
+        self.grad, self.grad_bar = np.empty(len(problem.y)), np.empty(len(problem.y))
+
+    def record(self, var, result):
+        """A cluster's solution (None: a cluster of one class, left at a = 0, where G = p)."""
+        if not self.usable:
+            return
+        if result is None:
+            self.grad[var], self.grad_bar[var] = self.problem.p[var], 0.0
+        elif result.grad_bar is None or result.status != 0:
+            self.usable = False
+        else:
+            self.grad[var], self.grad_bar[var] = result.grad, result.grad_bar
+
+    def start(self, var, child):
+        return StartGradient(self.grad[var], self.grad_bar[var], child) if self.usable else None
 
 
 @dataclass
@@ -269,23 +352,31 @@ class Divide:
         (:func:`solve_in_memory`), in Dask tasks on the workers that hold the rows
         (``sparsekernel.dask``). The result is the whole problem's SolveResult with ``levels``
         (LevelStats) and, when stopped at a level, ``cluster_rho`` (each cluster's offset) instead
-        of the final solve. ``on_level(stats)`` hears of each level solved (its LevelStats)."""
+        of the final solve. ``on_level(stats)`` hears of each level solved (its LevelStats).
+        Each start above the lowest level carries what its gradient is assembled from (ClusterTask's
+        ``start``; ``solve_whole(a0, time_limit, start)``), or None."""
         t_end = time.perf_counter() + time_limit if time_limit > 0 else None
         remaining = (lambda: 0.0 if t_end is None else max(t_end - time.perf_counter(), 1e-3))
         labels = [lab if problem.idx is None else lab[problem.idx] for lab in self.partition.labels]
         a = (problem.lo if problem.start is None else problem.start).astype(np.float64, copy=True)
         levels, done = [], []
-        for level in range(self.partition.n_levels, max(self.stop_level, 1) - 1, -1):
+        grads = _Gradients(problem)
+        lowest = self.partition.n_levels
+        for level in range(lowest, max(self.stop_level, 1) - 1, -1):
             t0 = time.perf_counter()
             tasks, done = [], []
             for cid, rows in _clusters(labels[level - 1]):
                 sub, var = restrict(problem, rows)
                 if problem.kind == "binary" and (np.all(sub.y > 0) or np.all(sub.y < 0)):
                     done.append((cid, var, None))  # one class: a = lo is the solution (y'a = 0, a >= 0)
+                elif level == lowest:
+                    tasks.append(ClusterTask(cid, var, sub, None))
                 else:
-                    tasks.append(ClusterTask(cid, var, sub, None if level == self.partition.n_levels else a[var]))
+                    tasks.append(ClusterTask(cid, var, sub, a[var], grads.start(var, labels[level][rows])))
             results = solve_clusters(tasks, remaining())
             done += [(t.cluster, t.var, r) for t, r in zip(tasks, results)]
+            for _, var, r in done:
+                grads.record(var, r)
             for t, r in zip(tasks, results):
                 a[t.var] = r.alpha
             levels.append(LevelStats(level, len(done), time.perf_counter() - t0, sum(r.n_iter for r in results),
@@ -297,7 +388,7 @@ class Divide:
         if self.stop_level >= 1:
             return self._early_result(problem, a, done, levels)
         t0 = time.perf_counter()
-        r = solve_whole(a, remaining())
+        r = solve_whole(a, remaining(), grads.start(np.arange(len(a)), labels[0]))
         levels.append(LevelStats(0, 1, time.perf_counter() - t0, r.n_iter, r.kernel_evals))
         r.n_iter = sum(s.n_iter for s in levels)
         r.kernel_evals = sum(s.kernel_evals for s in levels)
@@ -340,12 +431,13 @@ def solve_in_memory(divide, X, X_problem, kernel, problem, options, *, solve, ca
     cluster_options = divide.cluster_options(options)
 
     def solve_clusters(tasks, limit):
-        return run_parallel(lambda t, token: solve(X[t.problem.idx], kernel, t.problem, cluster_options, a0=t.a0,
-                                                   cancel=token, time_limit=limit), tasks, divide.workers)
+        return run_parallel(lambda t, token: solve_from(solve, X[t.problem.idx], kernel, t.problem, cluster_options,
+                                                        t.a0, t.start, cancel=token, time_limit=limit),
+                            tasks, divide.workers)
 
-    def solve_whole(a0, limit):
-        return solve(X_problem, kernel, problem, options, a0=a0, session=session, cancel=cancel, time_limit=limit,
-                     progress=progress)
+    def solve_whole(a0, limit, start=None):
+        return solve_from(solve, X_problem, kernel, problem, options, a0, start, session=session, cancel=cancel,
+                          time_limit=limit, progress=progress)
 
     return divide.solve(problem, solve_clusters=solve_clusters, solve_whole=solve_whole, time_limit=time_limit,
                         on_level=getattr(progress, "level", None))

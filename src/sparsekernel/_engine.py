@@ -147,6 +147,7 @@ class SolveResult:
     warm_started: bool = False
     n_threads: int = 1
     levels: list | None = None  # a divided solve's levels (_dc.LevelStats), lowest first, the whole problem last
+    grad_bar: np.ndarray | None = field(default=None, repr=False)  # G_bar (with shrinking): a warm start's Gbar0
     cluster_rho: np.ndarray | None = field(default=None, repr=False)  # a solve stopped at a level: rho per cluster
     partition: object = field(default=None, repr=False)  # ... and the cluster tree (_dc.Partition) it was divided by
     y: np.ndarray | None = field(default=None, repr=False)
@@ -154,7 +155,7 @@ class SolveResult:
     hi: np.ndarray | None = field(default=None, repr=False)
     idx: np.ndarray | None = field(default=None, repr=False)
 
-    _ARRAYS = ("alpha", "grad", "y", "lo", "hi", "idx", "cluster_rho", "partition")  # not in stats()
+    _ARRAYS = ("alpha", "grad", "grad_bar", "y", "lo", "hi", "idx", "cluster_rho", "partition")  # not in stats()
 
     def stats(self):
         """The solve's statistics as a dict (an entry of the estimators' ``solver_stats_``)."""
@@ -167,10 +168,12 @@ class SolveResult:
         return out
 
 
-def solve(X, kernel, problem, options, *, a0=None, g0=None, session=None, cancel=None, time_limit=0.0, progress=None):
+def solve(X, kernel, problem, options, *, a0=None, g0=None, gbar0=None, session=None, cancel=None, time_limit=0.0,
+          progress=None):
     """Solve one DualProblem on X (a ``_core.Matrix`` over the problem's points, or an array) with
     the kernel (KernelSpec), from a0 (None: ``problem.start``, else the lower bounds) with its
-    gradient g0 when known; ``session`` supplies the Q-provider (row cache) when given."""
+    gradient g0 when known (and with it gbar0, the bounded variables' part of it, SolveResult's
+    ``grad_bar``); ``session`` supplies the Q-provider (row cache) when given."""
     if not isinstance(X, _core.Matrix):
         X = core_matrix(X)
     if a0 is None:
@@ -179,7 +182,9 @@ def solve(X, kernel, problem, options, *, a0=None, g0=None, session=None, cancel
     core_options.nu = bool(problem.nu)
     r = _core.solve(X=X, kernel=kernel.core, options=core_options, term=TERMS[problem.term],
                     problem=KINDS[problem.kind], y=problem.y, p=problem.p, C=problem.C, lo=problem.lo, hi=problem.hi,
-                    a0=a0, g0=g0, session=session, cancel=cancel, progress=progress)
+                    a0=a0, g0=g0, gbar0=gbar0, session=session, cancel=cancel, progress=progress)
+    if len(r["grad_bar"]) == 0:  # no shrinking: no G_bar kept
+        r["grad_bar"] = None
     return SolveResult(**r, n_threads=options.threads, y=problem.y, lo=problem.lo, hi=problem.hi, idx=problem.idx)
 
 

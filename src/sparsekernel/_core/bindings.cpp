@@ -133,6 +133,32 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, con
     return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(na), size_t(nbr)}, owner);
 }
 
+// out[t] = sum_r w[r] K(x_{rows[r]}, x_{cols[t]}) over the rows of X: a kernel-vector product
+// without the block (DC-SVM's start-up gradients between clusters); single: float32 kernel values
+// allowed (Kernel::weighted_sum)
+nb::ndarray<nb::numpy, double, nb::ndim<1>> kernel_weighted_sum(const PyMatrix& X, int kernel, double gamma,
+                                                                 double coef0, int degree,
+                                                                 I32Array rows,
+                                                                 DArray w,
+                                                                 I32Array cols,
+                                                                 bool single, int nthreads) {
+    const auto params = make_params(kernel, gamma, coef0, degree);
+    const int64_t q = int64_t(rows.shape(0)), m = int64_t(cols.shape(0));
+    if (int64_t(w.shape(0)) != q) throw std::invalid_argument("kernel_weighted_sum: rows and w differ in length");
+    for (int64_t r = 0; r < q; ++r)
+        if (rows.data()[r] < 0 || rows.data()[r] >= X.m.n) throw std::invalid_argument("kernel_weighted_sum: bad row");
+    for (int64_t t = 0; t < m; ++t)
+        if (cols.data()[t] < 0 || cols.data()[t] >= X.m.n) throw std::invalid_argument("kernel_weighted_sum: bad col");
+    auto* out = new double[std::max<int64_t>(1, m)]();
+    nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+    {
+        nb::gil_scoped_release release;
+        sk::Kernel K(X.m, X.m, params);
+        K.weighted_sum(rows.data(), w.data(), q, cols.data(), m, out, std::max(1, nthreads), single);
+    }
+    return nb::ndarray<nb::numpy, double, nb::ndim<1>>(out, {size_t(m)}, owner);
+}
+
 // K(a_r, b) for the rows a_r of A against every row b of B, written as column slots[r] of the
 // column-major block `out` (rows of B x capacity): NSSVM's resident kernel columns computed in
 // place (no temporary of |A| x |B| values to allocate, fault in and copy). Values as kernel_matrix's.
@@ -298,8 +324,8 @@ struct SolveOptions {
 // problem 1 is eps-SVR: y, p, lo, hi (and a0, g0) have 2n entries for the n rows of X. A session, when
 // given, supplies the Q-provider (X and the kernel arguments are then those of the session).
 nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOptions& options, int term, int problem,
-               DArray y, DArray p, nb::object C, DArray lo, DArray hi, nb::object a0, nb::object g0, Session* session,
-               CancelToken* cancel, nb::object progress) {
+               DArray y, DArray p, nb::object C, DArray lo, DArray hi, nb::object a0, nb::object g0, nb::object gbar0,
+               Session* session, CancelToken* cancel, nb::object progress) {
     const double tol = options.tol, cache_mb = options.cache_mb, time_limit = options.time_limit;
     const bool trace = options.trace, conjugate = options.conjugate;
     const int64_t l = int64_t(y.shape(0));
@@ -324,7 +350,8 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
         v.assign(arr.data(), arr.data() + l);
         return v;
     };
-    std::vector<double> alpha0 = take(a0, "a0"), scale = take(C, "C"), grad0 = take(g0, "g0");
+    std::vector<double> alpha0 = take(a0, "a0"), scale = take(C, "C"), grad0 = take(g0, "g0"),
+                        gradbar0 = take(gbar0, "gbar0");
     if (alpha0.empty()) alpha0.assign(l, 0.0);
     if (term == 1 && scale.empty()) throw std::invalid_argument("solve: the entropic term needs C");
     sk::SolverOptions opt;
@@ -370,17 +397,18 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
         nb::gil_scoped_release release;
         const double* Cp = scale.empty() ? nullptr : scale.data();
         const double* Gp = grad0.empty() ? nullptr : grad0.data();
+        const double* Gbp = gradbar0.empty() ? nullptr : gradbar0.data();
         auto run = [&](auto& Q) {
             using QM = std::decay_t<decltype(Q)>;
             const int64_t evals0 = Q.evals(), hits0 = Q.cache().hits, misses0 = Q.cache().misses;
             if (term == 0) {
                 sk::Solver<QM, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp, lo.data(),
-                                                      hi.data(), alpha0.data(), opt, Gp);
+                                                      hi.data(), alpha0.data(), opt, Gp, Gbp);
                 res = solver.solve();
             } else {
                 if constexpr (std::is_same_v<QM, sk::KernelQ>) {
                     sk::Solver<QM, sk::EntropicTerm> solver(Q, sk::EntropicTerm{}, l, y.data(), p.data(), Cp,
-                                                            lo.data(), hi.data(), alpha0.data(), opt, Gp);
+                                                            lo.data(), hi.data(), alpha0.data(), opt, Gp, Gbp);
                     res = solver.solve();
                 }
             }
@@ -410,6 +438,7 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     nb::dict d;
     d["alpha"] = to_numpy(res.alpha);
     d["grad"] = to_numpy(res.grad);
+    d["grad_bar"] = to_numpy(res.grad_bar);
     d["rho"] = res.rho;
     d["r"] = res.r;
     d["obj"] = res.obj;
@@ -529,6 +558,8 @@ NB_MODULE(_core, m) {
         "The OpenMP threads this core's runtime may start now (OMP_NUM_THREADS, threadpoolctl limits).");
     m.def("dense_as_csr", &dense_as_csr<double>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
     m.def("dense_as_csr", &dense_as_csr<float>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
+    m.def("kernel_weighted_sum", &kernel_weighted_sum, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "rows"_a,
+          "w"_a, "cols"_a, "single"_a, "nthreads"_a);
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
     m.def("kernel_columns", &kernel_columns, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "out"_a,
@@ -561,7 +592,7 @@ NB_MODULE(_core, m) {
         .def_rw("time_limit", &SolveOptions::time_limit);
     // keyword-only: one caller (sparsekernel/_engine.py), every argument named
     m.def("solve", &solve, nb::kw_only(), "X"_a, "kernel"_a, "options"_a, "term"_a, "problem"_a, "y"_a, "p"_a,
-          "C"_a.none(), "lo"_a, "hi"_a, "a0"_a.none(), "g0"_a.none(), "session"_a.none(), "cancel"_a.none(),
+          "C"_a.none(), "lo"_a, "hi"_a, "a0"_a.none(), "g0"_a.none(), "gbar0"_a.none(), "session"_a.none(), "cancel"_a.none(),
           "progress"_a.none());
     nb::class_<Session>(m, "Session")
         .def("__init__", [](Session* self, nb::object X, const sk::KernelParams& kernel, DArray y, int problem,

@@ -75,16 +75,17 @@ def _route_task(X, partition, kernel, n_levels):
     return out
 
 
-def _solve_task(pieces, order, kernel, problem, options, a0, time_limit):
+def _solve_task(pieces, order, kernel, problem, options, a0, start, time_limit):
     """One problem solved on this worker: its rows assembled from the blocks' pieces (``order``
-    puts them in the problem's order when that is not ascending), then the engine's solve. Returns
-    the SolveResult and this worker's address."""
+    puts them in the problem's order when that is not ascending), then the engine's solve from a0,
+    its gradient assembled here from ``start`` (``_dc.solve_from``). Returns the SolveResult and
+    this worker's address."""
     from distributed import get_worker
 
     rows = _stack(list(pieces))
     if order is not None:
         rows = rows[order]
-    r = _engine.solve(rows, kernel, problem, options, a0=a0, time_limit=time_limit)
+    r = _dc.solve_from(_engine.solve, rows, kernel, problem, options, a0, start, time_limit=time_limit)
     try:
         address = get_worker().address
     except ValueError:  # not on a worker (a synchronous scheduler)
@@ -351,23 +352,23 @@ def fit_dc(estimator, X, y, sample_weight=None, client=None):
         used = set()
         limit = None if estimator.time_limit is None else float(estimator.time_limit)
 
-        def submit(idx, problem, opts, a0, time_limit):
+        def submit(idx, problem, opts, a0, start, time_limit):
             order = None
             if idx is not None and np.any(np.diff(idx) < 0):
                 order = np.argsort(np.argsort(idx, kind="stable"), kind="stable")
                 idx = np.sort(idx)
-            return client.submit(_solve_task, engine.pieces(idx), order, kernel, problem, opts, a0, time_limit,
-                                 pure=False)
+            return client.submit(_solve_task, engine.pieces(idx), order, kernel, problem, opts, a0, start,
+                                 time_limit, pure=False)
 
         def solve_one(problem, _token):
             def solve_clusters(tasks, time_limit):
-                futures = [submit(t.problem.idx, t.problem, cluster_options, t.a0, time_limit) for t in tasks]
+                futures = [submit(t.problem.idx, t.problem, cluster_options, t.a0, t.start, time_limit) for t in tasks]
                 out = client.gather(futures)
                 used.update(address for _, address in out)
                 return [r for r, _ in out]
 
-            def solve_whole(a0, time_limit):
-                (r, _), = client.gather([submit(problem.idx, problem, options, a0, time_limit)])
+            def solve_whole(a0, time_limit, start=None):
+                (r, _), = client.gather([submit(problem.idx, problem, options, a0, start, time_limit)])
                 return r
 
             remaining = 0.0 if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)

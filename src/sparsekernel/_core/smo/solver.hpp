@@ -87,6 +87,7 @@ constexpr int64_t kTraceHead = 5;
 struct SolverResult {
     std::vector<double> alpha;  // in the original order
     std::vector<double> grad;   // final G = Qa + psi'(a), in the original order
+    std::vector<double> grad_bar;  // final G_bar (with shrinking; else empty), in the original order
     double rho = 0;             // decision function f(x) = sum_i y_i a_i K(x_i, x) - rho
     double r = 0;               // nu: the multiplier of the class-sum equalities (Solver_NU's r)
     double obj = 0;
@@ -102,11 +103,12 @@ template <class QM, class Term>
 class Solver {
 public:
     // psi_i(a) = h(a; C_i) + p_i a (terms.hpp); C may be null for the linear term. a0 must be
-    // feasible. G0, if given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up). Arrays are
-    // in the original order; the solver starts in the Q-provider's current order (Q.original).
+    // feasible. G0, if given, is the gradient at a0 (saves the O(N * nnz(a0)) start-up), and with it
+    // Gbar0, G_bar at a0 (saves the rest of it: the rows of the bounded variables). Arrays are in
+    // the original order; the solver starts in the Q-provider's current order (Q.original).
     Solver(QM& Q, const Term& term, int64_t l, const double* y, const double* p, const double* C,
            const double* lo, const double* hi, const double* a0, const SolverOptions& opt,
-           const double* G0 = nullptr)
+           const double* G0 = nullptr, const double* Gbar0 = nullptr)
         : Q_(Q), term_(term), opt_(opt), l_(l), active_size_(l),
           y_(l), p_(l), C_(l, 0.0), lo_(l), hi_(l), a_(l, 0.0), G_(l), Gbar_(),
           at_lo_(l), at_hi_(l), can_up_(l), can_low_(l), active_set_(l) {
@@ -141,7 +143,7 @@ public:
             diag_.resize(l);
             for (int64_t t = 0; t < l; ++t) diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
         }
-        initialize_gradient(G0);
+        initialize_gradient(G0, G0 ? Gbar0 : nullptr);
     }
 
     SolverResult solve() {
@@ -193,8 +195,10 @@ private:
 
     // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q: it
     // runs as kernel-vector products (KernelQ::accumulate) instead of one cached row at a time.
-    void initialize_gradient(const double* G0) {
+    void initialize_gradient(const double* G0, const double* Gbar0 = nullptr) {
         if (keep_gbar()) Gbar_.assign(l_, 0.0);
+        if (keep_gbar() && Gbar0)
+            for (int64_t t = 0; t < l_; ++t) Gbar_[t] = Gbar0[active_set_[t]];
         if (G0) {
             for (int64_t t = 0; t < l_; ++t) G_[t] = G0[active_set_[t]];
         } else {
@@ -206,7 +210,7 @@ private:
         for (int64_t i = 0; i < l_; ++i) {
             if (a_[i] == 0.0) continue;
             if (keep_gbar() && is_bounded(i)) {
-                bounded.push_back(i);
+                if (!Gbar0) bounded.push_back(i);
             } else if (!G0) {
                 rest.push_back(i);
             }
@@ -1190,6 +1194,10 @@ private:
         for (int64_t t = 0; t < l_; ++t) {
             res.alpha[active_set_[t]] = a_[t];
             res.grad[active_set_[t]] = G_[t];
+        }
+        if (keep_gbar()) {
+            res.grad_bar.assign(l_, 0.0);
+            for (int64_t t = 0; t < l_; ++t) res.grad_bar[active_set_[t]] = Gbar_[t];
         }
     }
 
