@@ -37,8 +37,6 @@ _KMEANS_ITER = 30
 _CENTRE_POINTS = 256
 # the lowest level's clusters hold about this many points when the levels are chosen from n
 LEAF_SIZE = 4000
-# the engine's kernel-vector products may be float32 from this tol up (solver.hpp: accumulate_rows)
-SINGLE_SUMS_MIN_TOL = 1e-4
 
 
 def n_levels_for(n, k, leaf_size=None):
@@ -272,7 +270,7 @@ class StartGradient:
         of a_s y_s K(x_s, x_t), added to the child's G (and, for bounded s, to its G_bar)."""
         y, hi = problem.y, problem.hi
         g0, gbar0 = self.grad.copy(), self.grad_bar.copy()
-        single = tol >= SINGLE_SUMS_MIN_TOL
+        single = tol >= _core.SINGLE_SUMS_MIN_TOL  # as the engine's own products
         evals = 0
         for _, pos in _clusters(self.child):
             others = np.ones(len(y), dtype=bool)

@@ -558,6 +558,7 @@ NB_MODULE(_core, m) {
         "The OpenMP threads this core's runtime may start now (OMP_NUM_THREADS, threadpoolctl limits).");
     m.def("dense_as_csr", &dense_as_csr<double>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
     m.def("dense_as_csr", &dense_as_csr<float>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
+    m.attr("SINGLE_SUMS_MIN_TOL") = sk::kSingleSumsMinTol;
     m.def("kernel_weighted_sum", &kernel_weighted_sum, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "rows"_a,
           "w"_a, "cols"_a, "single"_a, "nthreads"_a);
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,

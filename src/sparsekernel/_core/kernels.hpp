@@ -26,6 +26,11 @@ inline double integer_power(double base, int degree) {
     return r;
 }
 
+// From this tol up, a kernel-vector product of the solver may use float32 kernel values (the fused
+// products of weighted_sum), as the float32 rows its steps use; a tighter tol asks for a KKT gap
+// that their rounding could hide, and keeps them in double.
+constexpr double kSingleSumsMinTol = 1e-4;
+
 struct KernelParams {
     KernelType type = KernelType::rbf;
     double gamma = 1.0;

@@ -269,13 +269,11 @@ private:
         return stop_in_pass_;
     }
 
-    // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows. At the
-    // usual tolerances the kernel values may be float32, as the cached rows the steps use are
-    // (the fused products: 2.6x faster); a tight tol (a KKT gap the float32 rounding of the sums
-    // could hide) keeps them in double.
+    // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows, with
+    // float32 kernel values at the usual tolerances (kSingleSumsMinTol; the fused products: 2.6x
+    // faster)
     void accumulate_rows(const std::vector<int64_t>& vars, int64_t begin, int64_t end, double* out) {
         constexpr int64_t kGroup = 256;
-        constexpr double kSingleSumsMinTol = 1e-4;
         const bool single = opt_.tol >= kSingleSumsMinTol;
         std::vector<double> coef(kGroup);
         for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
