@@ -17,7 +17,7 @@ from sklearn.datasets import load_iris, make_classification, make_regression
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 
-from sparsekernel import SVC, SVR, NuSVC, OneClassSVM, _dc
+from sparsekernel import SVC, SVR, NuSVC, OneClassSVM, _core, _dc
 from sparsekernel._engine import KernelSpec
 
 from _dual import check_feasible, dual_objective, kkt_gap, svc_Q, svr_dual_vector, svr_p, svr_Q, svr_y
@@ -254,9 +254,11 @@ def _spy_starts(monkeypatch):
     orig = _dc.StartGradient.assemble
 
     def assemble(self, X, kernel, problem, a0, tol, threads):
-        g0, gbar0, evals = orig(self, X, kernel, problem, a0, tol, threads)
+        g0, gbar0, evals, error = orig(self, X, kernel, problem, a0, tol, threads)
+        # the float32 products' bound: within the engine's share of tol per sum, children's included
+        assert 0.0 <= error <= self.error + 2.0 * _core.SINGLE_SUMS_TOL_SHARE * tol
         seen.append((problem, a0.copy(), g0, gbar0, evals))
-        return g0, gbar0, evals
+        return g0, gbar0, evals, error
 
     monkeypatch.setattr(_dc.StartGradient, "assemble", assemble)
     return seen

@@ -25,10 +25,42 @@ def _threads_of_fit(est, X, y):
 
 
 def test_none_is_at_most_the_cpus_the_process_may_use():
-    assert 1 <= n_threads(None) <= cpu_count()
-    assert n_threads(-1) == n_threads(None)
-    assert n_threads(-2) == max(1, n_threads(None) - 1)
+    assert 1 <= n_threads(None) <= available_threads() <= cpu_count()
+    assert n_threads(-1) == available_threads()
+    assert n_threads(-2) == max(1, available_threads() - 1)
     assert n_threads(3) == 3  # an explicit count is the user's choice
+
+
+def test_none_leaves_the_cores_other_processes_run_on(monkeypatch):
+    """n_jobs=None takes only the CPUs nothing else runs on now (/proc/loadavg's runnable count,
+    this thread included): with every other CPU busy, one thread."""
+    import sparsekernel._base as base
+
+    monkeypatch.setattr(base, "available_threads", lambda: 8)
+    monkeypatch.setattr(base.os, "cpu_count", lambda: 8)
+    for running, expected in [(1, 8), (2, 7), (5, 4), (8, 1), (40, 1)]:
+        monkeypatch.setattr(base, "open", lambda *a, r=running, **k: _LoadAvg(r), raising=False)
+        assert base.idle_cpus() == expected
+        assert base.n_threads(None) == expected
+        assert base.n_threads(-1) == 8  # all of them, as asked
+    monkeypatch.setattr(base, "open", lambda *a, **k: (_ for _ in ()).throw(OSError("no /proc")), raising=False)
+    assert base.idle_cpus() is None and base.n_threads(None) == 8
+
+
+class _LoadAvg:
+    """A stand-in of /proc/loadavg with `running` runnable threads."""
+
+    def __init__(self, running):
+        self.text = f"0.50 0.40 0.30 {running}/700 12345\n".encode()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self):
+        return self.text
 
 
 @pytest.mark.parametrize("bad", [0, 1.5, "2"])
@@ -43,7 +75,7 @@ def test_threadpool_limits_one_gives_one_thread():
         assert n_threads(None) == 1
         svc = SVC().fit(X, Y)
         assert all(s["n_threads"] == 1 for s in svc.solver_stats_)
-    assert n_threads(None) == min(cpu_count(), available_threads())
+    assert n_threads(None) <= min(cpu_count(), available_threads())
 
 
 def test_omp_num_threads_one_gives_one_thread():

@@ -212,8 +212,10 @@ def test_path_saves_iterations(solver):
     assert warm[0] == cold[0]  # the first fit is cold
     ratio = sum(warm) / sum(cold)
     assert ratio < 0.75, f"warm / cold iterations along the C path: {warm} / {cold}: {sum(warm)} / {sum(cold)} = {ratio:.3f}"
-    # once C exceeds every |coefficient| the previous solution is optimal as it stands
-    assert warm[-1] == 0 and cold[-1] > 0
+    # once C exceeds every |coefficient| the previous solution is optimal as it stands, up to the
+    # ray's scaling (s = -p'a / a'Qa is 1 at the exact optimum only; the previous fit stopped with
+    # its gap just under tol): a step or two at most
+    assert warm[-1] <= 2 and cold[-1] > 100
 
 
 # ------------------------------------------------------------------ 3. the rule itself

@@ -42,12 +42,29 @@ def available_threads():
     return max(1, min(limit, cpu_count()))
 
 
+def idle_cpus():
+    """The CPUs of this machine that nothing else is running on now (the kernel's instantaneous
+    count of runnable threads, /proc/loadavg, this thread included), at least 1; None where the
+    count is not available. Read in microseconds, once per fit: the threads a fit at n_jobs=None
+    takes (a second thread on a core another process holds makes a fit 2-3x slower than one thread:
+    issue 48's measurements; OpenMP's own dynamic adjustment, omp_set_dynamic, reads the load too)."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(1, (os.cpu_count() or 1) - max(0, running - 1))
+
+
 def n_threads(n_jobs):
     """Number of threads for ``n_jobs``: None means every thread the process may use
-    (:func:`available_threads`), -1 the same, -2 one fewer, and so on; a positive count is taken
-    as given."""
+    (:func:`available_threads`) that another process is not running on now (:func:`idle_cpus`),
+    -1 every thread the process may use, -2 one fewer, and so on; a positive count is taken as
+    given."""
     if n_jobs is None:
-        return available_threads()
+        limit = available_threads()
+        idle = idle_cpus() if limit > 1 else None
+        return limit if idle is None else min(limit, idle)
     if not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
     return max(1, available_threads() + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)

@@ -258,20 +258,24 @@ class StartGradient:
     (``grad``, and ``grad_bar`` for the variables at their upper bound) over the start's positions
     and the child cluster of each position (``child``). Within a child the gradient is the child's
     own, so only the products between the children are new, (k - 1) / k of the n x nSV kernel
-    values of a start-up from scratch (``assemble``)."""
+    values of a start-up from scratch (``assemble``). ``error``: a bound on what float32 sums left
+    in the children's gradients (their results' ``grad_error``)."""
 
     grad: np.ndarray
     grad_bar: np.ndarray
     child: np.ndarray
+    error: float = 0.0
 
     def assemble(self, X, kernel, problem, a0, tol, threads):
-        """(g0, gbar0, kernel values computed) at a0 for the problem over the rows of X (a
-        ``_core.Matrix``, position t = row t): y_t sum over the other children's support vectors s
-        of a_s y_s K(x_s, x_t), added to the child's G (and, for bounded s, to its G_bar)."""
+        """(g0, gbar0, kernel values computed, error bound) at a0 for the problem over the rows of X
+        (a ``_core.Matrix``, position t = row t): y_t sum over the other children's support vectors
+        s of a_s y_s K(x_s, x_t), added to the child's G (and, for bounded s, to its G_bar). The
+        products run in float32 where their error bound stays within the engine's share of tol (as
+        its own start-up sums); the bound returned is the children's plus the largest of theirs."""
         y, hi = problem.y, problem.hi
         g0, gbar0 = self.grad.copy(), self.grad_bar.copy()
-        single = tol >= _core.SINGLE_SUMS_MIN_TOL  # as the engine's own products
-        evals = 0
+        max_error = _core.SINGLE_SUMS_TOL_SHARE * tol
+        evals, error = 0, 0.0
         for _, pos in _clusters(self.child):
             others = np.ones(len(y), dtype=bool)
             others[pos] = False
@@ -280,14 +284,17 @@ class StartGradient:
                 src = others[(a0[others] > 0) & ((a0[others] >= hi[others]) == bounded)]
                 if len(src) == 0:
                     continue
-                s = y[pos] * _core.kernel_weighted_sum(X, kernel.code, kernel.gamma, kernel.coef0, kernel.degree,
-                                                       src.astype(np.int32), a0[src] * y[src], pos.astype(np.int32),
-                                                       single, max(1, int(threads)))
+                s, e = _core.kernel_weighted_sum(X, kernel.code, kernel.gamma, kernel.coef0, kernel.degree,
+                                                 src.astype(np.int32), a0[src] * y[src], pos.astype(np.int32),
+                                                 max_error, max(1, int(threads)))
+                s *= y[pos]
+                error = max(error, e)
                 evals += len(src) * len(pos)
                 g0[pos] += s
                 if bounded:
                     gbar0[pos] += s
-        return g0, gbar0, evals
+        # a position's G gets one sum over the bounded and one over the free support vectors
+        return g0, gbar0, evals, self.error + 2.0 * error
 
 
 def solve_from(solve, X, kernel, problem, options, a0, start, **kwargs):
@@ -297,8 +304,8 @@ def solve_from(solve, X, kernel, problem, options, a0, start, **kwargs):
     if start is None:
         return solve(X, kernel, problem, options, a0=a0, **kwargs)
     X = X if isinstance(X, _core.Matrix) else core_matrix(X)
-    g0, gbar0, evals = start.assemble(X, kernel, problem, a0, options.tol, options.threads)
-    r = solve(X, kernel, problem, options, a0=a0, g0=g0, gbar0=gbar0, **kwargs)
+    g0, gbar0, evals, error = start.assemble(X, kernel, problem, a0, options.tol, options.threads)
+    r = solve(X, kernel, problem, options, a0=a0, g0=g0, gbar0=gbar0, g0_error=error, **kwargs)
     r.kernel_evals += evals
     return r
 
@@ -313,6 +320,7 @@ class _Gradients:
         self.usable = problem.kind == "binary" and problem.term == "linear" and not problem.nu \
             and not np.any(problem.lo)
         self.grad, self.grad_bar = np.empty(len(problem.y)), np.empty(len(problem.y))
+        self.error = 0.0  # the largest of the recorded results' grad_error
 
     def record(self, var, result):
         """A cluster's solution (None: a cluster of one class, left at a = 0, where G = p)."""
@@ -324,9 +332,10 @@ class _Gradients:
             self.usable = False
         else:
             self.grad[var], self.grad_bar[var] = result.grad, result.grad_bar
+            self.error = max(self.error, result.grad_error)
 
     def start(self, var, child):
-        return StartGradient(self.grad[var], self.grad_bar[var], child) if self.usable else None
+        return StartGradient(self.grad[var], self.grad_bar[var], child, self.error) if self.usable else None
 
 
 @dataclass

@@ -142,6 +142,9 @@ class SolveResult:
     cache_hits: int
     cache_misses: int
     cache_peak_bytes: int
+    grad_error: float = 0.0  # a bound on what float32 kernel sums left in grad (solver.hpp)
+    team_threads: int = 1  # the engine's team (1: too small a problem to pay for threads)
+    serial_periods: int = 0  # times the team ran on one thread because its helpers kept it waiting
     trace: np.ndarray | None = None
     trace_width: int | None = None
     warm_started: bool = False
@@ -168,18 +171,20 @@ class SolveResult:
         return out
 
 
-def solve(X, kernel, problem, options, *, a0=None, g0=None, gbar0=None, session=None, cancel=None, time_limit=0.0,
-          progress=None):
+def solve(X, kernel, problem, options, *, a0=None, g0=None, gbar0=None, g0_error=0.0, session=None, cancel=None,
+          time_limit=0.0, progress=None):
     """Solve one DualProblem on X (a ``_core.Matrix`` over the problem's points, or an array) with
     the kernel (KernelSpec), from a0 (None: ``problem.start``, else the lower bounds) with its
     gradient g0 when known (and with it gbar0, the bounded variables' part of it, SolveResult's
-    ``grad_bar``); ``session`` supplies the Q-provider (row cache) when given."""
+    ``grad_bar``) and a bound on its error from float32 sums (``g0_error``, taken off tol);
+    ``session`` supplies the Q-provider (row cache) when given."""
     if not isinstance(X, _core.Matrix):
         X = core_matrix(X)
     if a0 is None:
         a0 = problem.start
     core_options = options.core(time_limit)
     core_options.nu = bool(problem.nu)
+    core_options.g0_error = float(g0_error)
     r = _core.solve(X=X, kernel=kernel.core, options=core_options, term=TERMS[problem.term],
                     problem=KINDS[problem.kind], y=problem.y, p=problem.p, C=problem.C, lo=problem.lo, hi=problem.hi,
                     a0=a0, g0=g0, gbar0=gbar0, session=session, cancel=cancel, progress=progress)
@@ -263,6 +268,21 @@ class FitWarmth:
     def has_states(self, n_problems):
         return self.store is not None and self.warm and all(self.store.state((self.data_key, k)) is not None
                                                             for k in range(n_problems))
+
+
+def problem_workers(X, sizes, threads):
+    """How many of a fit's problems (of ``sizes`` variables, on the rows of X) to solve at once, in
+    threads of their own (each engine then on one thread): ``threads`` when there are at least as
+    many problems and each is large enough for the engine to start a team of threads itself
+    (``_core.TEAM_MIN_OPS`` operations per pass of a step: solver.hpp's team_pays), else 1 (the
+    engine decides its own team). A pool for small problems costs more than the solves (iris, three
+    one-vs-one problems of 100 rows: 1.6 ms a fit on one thread, 3.7 ms in a pool of two; 8 ms with
+    another process on a core)."""
+    if threads <= 1 or len(sizes) < threads:
+        return 1
+    n, d = X.shape
+    cost = X.nnz / max(1, n) if hasattr(X, "nnz") else d
+    return threads if min(sizes) * (4.0 + cost) >= _core.TEAM_MIN_OPS else 1
 
 
 def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1, divide=None):

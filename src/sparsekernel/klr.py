@@ -351,7 +351,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         bounds = self._box_bounds(problems, Ck)
         kernel = (KernelSpec("precomputed") if self.kernel == "precomputed"
                   else KernelSpec(self.kernel, self._gamma, self.coef0, self.degree))
-        workers = threads if len(problems) >= threads else 1
+        workers = _engine.problem_workers(Xk, [len(yk) for yk in problems], threads)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=self.wss == "second",
                                 cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once

@@ -329,7 +329,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         if kernel.name != "precomputed":
             # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
             X = _engine.fit_storage(X, kernel.name, warmth, threads)
-        options, workers = self._solver_options(X, len(problems), threads, warmth)
+        options, workers = self._solver_options(X, [len(p.y) for p in problems], threads, warmth)
         self._held_out = None
         if warmth is not None and warmth.rows is not None and kernel.name != "precomputed":
             # a fit on rows of its search's training set: scored from the search's kernel rows
@@ -338,12 +338,13 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
                                       divide=divide)
 
-    def _solver_options(self, X, n_problems, threads, warmth=None):
+    def _solver_options(self, X, sizes, threads, warmth=None):
         """The engine's SolverOptions for the fit's problems on X (as the engine stores it: only its
         type and shape are read) and how many problems are solved at once; sets ``solver_``.
         'auto' takes conjugate directions ('csmo') for a warm start from solves that needed at least
         CONJUGATE_MIN_STEPS steps per variable (a path's or a search's larger C)."""
-        workers = threads if n_problems >= threads else 1
+        n_problems = len(sizes)
+        workers = _engine.problem_workers(X, sizes, threads)
         self.solver_ = self._route(X)
         route = self._plain_route(X)
         if (self.solver == "auto" and route == _AUTO_ROUTE and "csmo" in self._solvers and warmth is not None

@@ -133,15 +133,12 @@ nb::ndarray<nb::numpy, double, nb::ndim<2>> kernel_matrix(const PyMatrix& A, con
     return nb::ndarray<nb::numpy, double, nb::ndim<2>>(out, {size_t(na), size_t(nbr)}, owner);
 }
 
-// out[t] = sum_r w[r] K(x_{rows[r]}, x_{cols[t]}) over the rows of X: a kernel-vector product
-// without the block (DC-SVM's start-up gradients between clusters); single: float32 kernel values
-// allowed (Kernel::weighted_sum)
-nb::ndarray<nb::numpy, double, nb::ndim<1>> kernel_weighted_sum(const PyMatrix& X, int kernel, double gamma,
-                                                                 double coef0, int degree,
-                                                                 I32Array rows,
-                                                                 DArray w,
-                                                                 I32Array cols,
-                                                                 bool single, int nthreads) {
+// (out, error): out[t] = sum_r w[r] K(x_{rows[r]}, x_{cols[t]}) over the rows of X, a kernel-vector
+// product without the block (DC-SVM's start-up gradients between clusters). In float32 (the fused
+// products) where their error bound (Kernel::weighted_sum) stays within max_error for every t, else
+// in double; error is the largest bound of the sums returned (0 in double).
+nb::tuple kernel_weighted_sum(const PyMatrix& X, int kernel, double gamma, double coef0, int degree, I32Array rows,
+                              DArray w, I32Array cols, double max_error, int nthreads) {
     const auto params = make_params(kernel, gamma, coef0, degree);
     const int64_t q = int64_t(rows.shape(0)), m = int64_t(cols.shape(0));
     if (int64_t(w.shape(0)) != q) throw std::invalid_argument("kernel_weighted_sum: rows and w differ in length");
@@ -151,12 +148,25 @@ nb::ndarray<nb::numpy, double, nb::ndim<1>> kernel_weighted_sum(const PyMatrix& 
         if (cols.data()[t] < 0 || cols.data()[t] >= X.m.n) throw std::invalid_argument("kernel_weighted_sum: bad col");
     auto* out = new double[std::max<int64_t>(1, m)]();
     nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+    double worst = 0.0;
     {
         nb::gil_scoped_release release;
         sk::Kernel K(X.m, X.m, params);
-        K.weighted_sum(rows.data(), w.data(), q, cols.data(), m, out, std::max(1, nthreads), single);
+        nthreads = std::max(1, nthreads);
+        if (max_error > 0 && K.single_sums()) {
+            std::vector<double> err(m, 0.0);
+            K.weighted_sum(rows.data(), w.data(), q, cols.data(), m, out, nthreads, err.data());
+            for (double e : err) worst = std::max(worst, e);
+            if (worst > max_error) {  // again in double
+                std::fill(out, out + m, 0.0);
+                worst = 0.0;
+                K.weighted_sum(rows.data(), w.data(), q, cols.data(), m, out, nthreads);
+            }
+        } else {
+            K.weighted_sum(rows.data(), w.data(), q, cols.data(), m, out, nthreads);
+        }
     }
-    return nb::ndarray<nb::numpy, double, nb::ndim<1>>(out, {size_t(m)}, owner);
+    return nb::make_tuple(nb::ndarray<nb::numpy, double, nb::ndim<1>>(out, {size_t(m)}, owner), worst);
 }
 
 // K(a_r, b) for the rows a_r of A against every row b of B, written as column slots[r] of the
@@ -317,6 +327,7 @@ struct SolveOptions {
     bool nu = false;  // y'a = 0 and e'a fixed: pairs within one label class (the nu formulations)
     bool trace = false;
     double time_limit = 0.0;  // seconds (0: none)
+    double g0_error = 0.0;  // a bound on the error of g0 (and gbar0): float32 sums (SolverOptions)
 };
 
 // Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
@@ -364,6 +375,7 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     opt.nu = options.nu;
     opt.q = options.q;
     opt.nthreads = std::max(1, options.nthreads);
+    opt.g0_error = std::max(0.0, options.g0_error);
     std::vector<double> trace_values;
     if (trace) opt.trace = &trace_values;
     bool interrupted = false;
@@ -443,6 +455,9 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     d["r"] = res.r;
     d["obj"] = res.obj;
     d["gap"] = res.gap;
+    d["grad_error"] = res.grad_error;
+    d["team_threads"] = res.threads;
+    d["serial_periods"] = res.serial_periods;
     d["n_iter"] = res.iter;
     d["n_outer_iter"] = res.outer_iter;
     d["q"] = res.q;
@@ -507,20 +522,23 @@ nb::object dense_as_csr(nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::devi
         constexpr int64_t kRows = 256;
         const int64_t blocks = (n + kRows - 1) / kRows;
         indptr[0] = 0;
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-        for (int64_t b = 0; b < blocks; ++b)
+        // blocks in parallel only where the work pays for the threads (chunks_for; iris: none)
+        const int64_t nc = sk::chunks_for(blocks, double(kRows * d), nthreads);
+        sk::for_chunks(nc, nthreads, [&](int64_t ch) {
+        for (int64_t b = blocks * ch / nc; b < blocks * (ch + 1) / nc; ++b)
             for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
                 int64_t c = 0;
                 for (int64_t k = 0; k < d; ++k) c += double(x[i * d + k]) != shift[k];
                 indptr[i + 1] = c;
             }
+        });
         for (int64_t i = 0; i < n; ++i) indptr[i + 1] += indptr[i];
         nnz = indptr[n];
         if (double(nnz) <= max_density * double(n) * double(d)) {
             indices = new int32_t[size_t(std::max<int64_t>(1, nnz))];
             values = new double[size_t(std::max<int64_t>(1, nnz))];
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
-            for (int64_t b = 0; b < blocks; ++b)
+            sk::for_chunks(nc, nthreads, [&](int64_t ch) {
+            for (int64_t b = blocks * ch / nc; b < blocks * (ch + 1) / nc; ++b)
                 for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
                     int64_t at = indptr[i];
                     for (int64_t k = 0; k < d; ++k) {
@@ -531,6 +549,7 @@ nb::object dense_as_csr(nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::devi
                         }
                     }
                 }
+            });
         }
     }
     if (indices == nullptr) return nb::none();
@@ -558,9 +577,10 @@ NB_MODULE(_core, m) {
         "The OpenMP threads this core's runtime may start now (OMP_NUM_THREADS, threadpoolctl limits).");
     m.def("dense_as_csr", &dense_as_csr<double>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
     m.def("dense_as_csr", &dense_as_csr<float>, "X"_a, "shift"_a.none(), "max_density"_a, "nthreads"_a = 1);
-    m.attr("SINGLE_SUMS_MIN_TOL") = sk::kSingleSumsMinTol;
+    m.attr("SINGLE_SUMS_TOL_SHARE") = sk::kSingleSumsTolShare;
+    m.attr("TEAM_MIN_OPS") = sk::kTeamMinChunks * sk::kTeamChunkOps;
     m.def("kernel_weighted_sum", &kernel_weighted_sum, "X"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "rows"_a,
-          "w"_a, "cols"_a, "single"_a, "nthreads"_a);
+          "w"_a, "cols"_a, "max_error"_a, "nthreads"_a);
     m.def("kernel_matrix", &kernel_matrix, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a,
           "nthreads"_a = 1);
     m.def("kernel_columns", &kernel_columns, "A"_a, "B"_a, "kernel"_a, "gamma"_a, "coef0"_a, "degree"_a, "out"_a,
@@ -590,7 +610,8 @@ NB_MODULE(_core, m) {
         .def_rw("conjugate", &SolveOptions::conjugate)
         .def_rw("nu", &SolveOptions::nu)
         .def_rw("trace", &SolveOptions::trace)
-        .def_rw("time_limit", &SolveOptions::time_limit);
+        .def_rw("time_limit", &SolveOptions::time_limit)
+        .def_rw("g0_error", &SolveOptions::g0_error);
     // keyword-only: one caller (sparsekernel/_engine.py), every argument named
     m.def("solve", &solve, nb::kw_only(), "X"_a, "kernel"_a, "options"_a, "term"_a, "problem"_a, "y"_a, "p"_a,
           "C"_a.none(), "lo"_a, "hi"_a, "a0"_a.none(), "g0"_a.none(), "gbar0"_a.none(), "session"_a.none(), "cancel"_a.none(),

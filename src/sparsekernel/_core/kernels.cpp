@@ -463,17 +463,16 @@ SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, 
 // (ap[k * kFusedRows + r]), the points in tiles of kFusedPoints, k-major (bp[k * kFusedPoints + c]);
 // per feature, a panel against a tile takes kFusedRows x 2 vector differences and squares; the
 // distances go through exp8_nonpositive, and w_r K_rc is summed over a panel in float32, over
-// panels in double (every kFusedFlush panels). The terms are differences of float32-rounded inputs
-// (moved next to the origin first), as in the float32 working rows (dense32_measures): no
-// cancellation, whatever the norms. Kernel
-// rows are float32 anyway: a start-up gradient from these sums differs from one summed from cached
-// rows by their rounding.
-constexpr int64_t kFusedRows = 4, kFusedPoints = 16, kFusedFlush = 16;
+// panels in double. The terms are differences of float32-rounded inputs (moved next to the origin
+// first), as in the float32 working rows (dense32_measures).
+// Beside each sum, in the same pass, E_t = sum_r |w_r| K_rt (1 + gamma m_rt): what the error bound
+// of fused_weighted_sum is made of.
+constexpr int64_t kFusedRows = 4, kFusedPoints = 16;
 
 template <int kMeasure>
 [[gnu::always_inline]] inline void fused_panel(const float* __restrict ap, const float* __restrict w,
-                                               const float* __restrict bp, int64_t d, float neg_gamma, Vec8f& s0,
-                                               Vec8f& s1) {
+                                               const float* __restrict aw, const float* __restrict bp, int64_t d,
+                                               float neg_gamma, Vec8f& s0, Vec8f& s1, Vec8f& e0, Vec8f& e1) {
     Vec8f lo[kFusedRows], hi[kFusedRows];
     for (int64_t r = 0; r < kFusedRows; ++r) lo[r] = hi[r] = Vec8f{};
 #pragma GCC unroll 1
@@ -497,26 +496,34 @@ template <int kMeasure>
     }
 #pragma GCC unroll 4
     for (int64_t r = 0; r < kFusedRows; ++r) {
-        s0 += w[r] * exp8_nonpositive(neg_gamma * lo[r]);
-        s1 += w[r] * exp8_nonpositive(neg_gamma * hi[r]);
+        const Vec8f x0 = neg_gamma * lo[r], x1 = neg_gamma * hi[r];  // -gamma m <= 0
+        const Vec8f k0 = exp8_nonpositive(x0), k1 = exp8_nonpositive(x1);
+        s0 += w[r] * k0;
+        s1 += w[r] * k1;
+        e0 += aw[r] * k0 * (1.0f - x0);
+        e1 += aw[r] * k1 * (1.0f - x1);
     }
 }
 
 // out[c * kFusedPoints + cc] += the sums over every panel of the block, for the n_tiles packed tiles
+// (and est[.] += their E_t). Each panel's float32 sums go to double at once: a float32 sum runs
+// over the kFusedRows terms of one panel only (a longer one would loosen the bound).
 template <int kMeasure>
-SK_MULTIVERSION void fused_exp_sums(const float* ap, const float* w, int64_t panels, const float* bp, int64_t n_tiles,
-                                    int64_t d, float neg_gamma, double* out) {
-    for (int64_t p0 = 0; p0 < panels; p0 += kFusedFlush) {
-        const int64_t p1 = std::min(panels, p0 + kFusedFlush);
-        for (int64_t c = 0; c < n_tiles; ++c) {
-            Vec8f s0{}, s1{};
-            const float* b = bp + c * d * kFusedPoints;
-            for (int64_t p = p0; p < p1; ++p)
-                fused_panel<kMeasure>(ap + p * d * kFusedRows, w + p * kFusedRows, b, d, neg_gamma, s0, s1);
-            double* o = out + c * kFusedPoints;
+SK_MULTIVERSION void fused_exp_sums(const float* ap, const float* w, const float* aw, int64_t panels, const float* bp,
+                                    int64_t n_tiles, int64_t d, float neg_gamma, double* out, double* est) {
+    for (int64_t c = 0; c < n_tiles; ++c) {
+        const float* b = bp + c * d * kFusedPoints;
+        double* o = out + c * kFusedPoints;
+        double* e = est + c * kFusedPoints;
+        for (int64_t p = 0; p < panels; ++p) {
+            Vec8f s0{}, s1{}, e0{}, e1{};
+            fused_panel<kMeasure>(ap + p * d * kFusedRows, w + p * kFusedRows, aw + p * kFusedRows, b, d, neg_gamma,
+                                  s0, s1, e0, e1);
             for (int cc = 0; cc < 8; ++cc) {
                 o[cc] += double(s0[cc]);
                 o[cc + 8] += double(s1[cc]);
+                e[cc] += double(e0[cc]);
+                e[cc + 8] += double(e1[cc]);
             }
         }
     }
@@ -650,8 +657,12 @@ void Kernel::block(const int32_t* rows, int64_t q, const int32_t* cols, int64_t 
     });
 }
 
+bool Kernel::single_sums() const {
+    return p_.type != KernelType::precomputed && !A_.sparse && !B_.sparse && measure_ != Measure::dot;
+}
+
 void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                          double* out, int nthreads, bool single) const {
+                          double* out, int nthreads, double* err) const {
     if (q <= 0 || m <= 0) return;
     if (p_.type == KernelType::precomputed) {
         for (int64_t r = 0; r < q; ++r) {
@@ -663,11 +674,11 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
     const int64_t qh = max_block_rows(A_.d);
     if (q > qh) {
         for (int64_t r0 = 0; r0 < q; r0 += qh)
-            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads, single);
+            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads, err);
         return;
     }
-    if (single && !A_.sparse && !B_.sparse && measure_ != Measure::dot) {
-        fused_weighted_sum(rows, w, q, cols, m, out, nthreads);
+    if (err && single_sums()) {
+        fused_weighted_sum(rows, w, q, cols, m, out, err, nthreads);
         return;
     }
     // the tile is consumed where it was computed: nothing of size q x m is ever written
@@ -678,10 +689,23 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
 
 // weighted_sum of the exp kernels on dense data: the rows packed in float32 panels once, the points
 // in groups of tiles (a group's packed points stay in the core's cache while every panel passes
-// over them), the groups spread over the threads (fused_exp_sums)
+// over them), the groups spread over the threads (fused_exp_sums).
+//
+// The error bound added to err[t], with u = 2^-24 and m = the distance (squared for rbf, L1 for
+// laplacian), for one term w_r K_rt (float32 rounding of each operation, worst case):
+//   m summed over d features in float32:            |dm| <= d u m          -> |dK| <= d u K gamma m
+//   the inputs rounded (after the shift):           rbf: |dm| <= 2u ||z|| (R_a + R_b), with
+//     ||z|| = sqrt(m) and sqrt(gamma m) <= (1 + gamma m) / 2  -> |dK| <= u sqrt(gamma) (R_a + R_b) K (1 + gamma m)
+//     laplacian: |dm| <= u (R_a + R_b) (L1 norms)   -> |dK| <= u gamma (R_a + R_b) K
+//   the exponent's reduction and the degree-7 polynomial: |dK| <= (4 + gamma m) u K
+//   w rounded, the product, the panel's float32 sum of kFusedRows terms: (2 + kFusedRows) u |w K|
+// so |error_t| <= u (10 + kFusedRows + d + x) E_t with E_t = sum_r |w_r| K_rt (1 + gamma m_rt) and
+// x the inputs' term (R_a, R_b: the largest norms of the shifted rows and points). The sums over
+// panels are in double.
 void Kernel::fused_weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                                double* out, int nthreads) const {
+                                double* out, double* err, int nthreads) const {
     const int64_t d = A_.d, panels = (q + kFusedRows - 1) / kFusedRows;
+    const bool l1 = measure_ == Measure::l1;
     auto at = [](const Matrix& M, int64_t i, int64_t k) -> double {
         if (M.feature_major) return M.dense[k * M.n + i];
         if (M.dense32) return M.dense32[i * M.d + k];
@@ -694,11 +718,24 @@ void Kernel::fused_weighted_sum(const int32_t* rows, const double* w, int64_t q,
     auto value = [&](const Matrix& M, int64_t i, int64_t k) -> float {
         return static_cast<float>(at(M, i, k) - origin[k]);
     };
-    std::vector<float> ap(panels * d * kFusedRows, 0.0f), wp(panels * kFusedRows, 0.0f);  // padding: w = 0
+    // the norm of a shifted point (L2 for rbf, L1 for laplacian), for the bound
+    auto shifted_norm = [&](const Matrix& M, int64_t i) {
+        double s = 0;
+        for (int64_t k = 0; k < d; ++k) {
+            const double v = at(M, i, k) - origin[k];
+            s += l1 ? std::fabs(v) : v * v;
+        }
+        return l1 ? s : std::sqrt(s);
+    };
+    std::vector<float> ap(panels * d * kFusedRows, 0.0f), wp(panels * kFusedRows, 0.0f),
+        awp(panels * kFusedRows, 0.0f);  // padding: w = 0
+    double Ra = 0;
     for (int64_t r = 0; r < q; ++r) {
         float* panel = ap.data() + (r / kFusedRows) * d * kFusedRows + r % kFusedRows;
         for (int64_t k = 0; k < d; ++k) panel[k * kFusedRows] = value(A_, rows[r], k);
         wp[r] = static_cast<float>(w[r]);
+        awp[r] = std::fabs(wp[r]);
+        Ra = std::max(Ra, shifted_norm(A_, rows[r]));
     }
     // tiles per group: about 64 KB of packed points
     const int64_t group = std::max<int64_t>(1, 1024 / std::max<int64_t>(1, d));
@@ -706,24 +743,35 @@ void Kernel::fused_weighted_sum(const int32_t* rows, const double* w, int64_t q,
     const int64_t n_chunks = chunks_for(n_groups, double(group * kFusedPoints) * double(q) * (double(d) + 4.0),
                                         nthreads);
     const float neg_gamma = static_cast<float>(-p_.gamma);
+    const double sqrt_gamma = std::sqrt(p_.gamma);
+    const double coef = double(10 + kFusedRows + d);  // the bound's terms without the inputs' (above)
     for_chunks(n_chunks, nthreads, [&](int64_t ch) {
         thread_local std::vector<float> bp;
-        thread_local std::vector<double> sums;
+        thread_local std::vector<double> sums, est, norms;
         for (int64_t g = n_groups * ch / n_chunks; g < n_groups * (ch + 1) / n_chunks; ++g) {
             const int64_t t0 = g * group * kFusedPoints, t1 = std::min(m, t0 + group * kFusedPoints);
             const int64_t tiles = (t1 - t0 + kFusedPoints - 1) / kFusedPoints;
             bp.assign(tiles * d * kFusedPoints, 0.0f);  // padding points: zeros (their sums unused)
+            norms.resize(t1 - t0);
             for (int64_t t = t0; t < t1; ++t) {
                 const int64_t j = cols ? cols[t] : t, c = (t - t0) / kFusedPoints, cc = (t - t0) % kFusedPoints;
                 float* tile = bp.data() + c * d * kFusedPoints + cc;
                 for (int64_t k = 0; k < d; ++k) tile[k * kFusedPoints] = value(B_, j, k);
+                norms[t - t0] = shifted_norm(B_, j);
             }
             sums.assign(tiles * kFusedPoints, 0.0);
-            if (measure_ == Measure::l1)
-                fused_exp_sums<2>(ap.data(), wp.data(), panels, bp.data(), tiles, d, neg_gamma, sums.data());
+            est.assign(tiles * kFusedPoints, 0.0);
+            if (l1)
+                fused_exp_sums<2>(ap.data(), wp.data(), awp.data(), panels, bp.data(), tiles, d, neg_gamma,
+                                  sums.data(), est.data());
             else
-                fused_exp_sums<1>(ap.data(), wp.data(), panels, bp.data(), tiles, d, neg_gamma, sums.data());
-            for (int64_t t = t0; t < t1; ++t) out[t] += sums[t - t0];
+                fused_exp_sums<1>(ap.data(), wp.data(), awp.data(), panels, bp.data(), tiles, d, neg_gamma,
+                                  sums.data(), est.data());
+            for (int64_t t = t0; t < t1; ++t) {
+                out[t] += sums[t - t0];
+                const double inputs = (l1 ? p_.gamma : sqrt_gamma) * (Ra + norms[t - t0]);
+                err[t] += kFloat32Roundoff * (coef + inputs) * est[t - t0];
+            }
         }
     });
 }

@@ -100,7 +100,8 @@ struct PermutedCopy {
         m.csc_values = csc_values.data();
     }
 
-    void build(const Matrix& X, const std::vector<int32_t>& perm, int nthreads = 1) {
+    // float32: a dense X of many features may be held in float32 (below)
+    void build(const Matrix& X, const std::vector<int32_t>& perm, int nthreads = 1, bool float32 = true) {
         const int64_t n = int64_t(perm.size());
         m = Matrix();
         m.n = n;
@@ -134,7 +135,7 @@ struct PermutedCopy {
                 }
             });
             m.dense = values.data();
-        } else {
+        } else if (float32) {
             // many features: point by point, each a contiguous pass (d contiguous passes would leave
             // the cache), in float32: a kernel row's d-term sums then run 8 (AVX2) or 16 lanes wide
             // and read half the bytes. The rows of Q are float32 anyway; the terms are differences of
@@ -148,6 +149,16 @@ struct PermutedCopy {
                 }
             });
             m.dense32 = values32.data();
+        } else {
+            // many features, in double (large alphas: Solver::float32_points_allowed)
+            values.resize(n * X.d);
+            for_chunks(nc, nthreads, [&](int64_t c) {
+                for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
+                    const double* row = X.dense + int64_t(perm[t]) * X.d;
+                    std::copy(row, row + X.d, values.begin() + t * X.d);
+                }
+            });
+            m.dense = values.data();
         }
         m.sqnorm.resize(n);
         m.l1norm.resize(n);

@@ -17,19 +17,47 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <x86intrin.h>
 #define SK_CPU_RELAX() _mm_pause()
 #else
 #define SK_CPU_RELAX() ((void)0)
 #endif
 
 namespace sk {
+
+namespace detail {
+// A cheap clock for the team's own bookkeeping: the time-stamp counter where there is one (a few
+// cycles), else steady_clock; ticks_per_us() converts.
+inline uint64_t ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch()).count());
+#endif
+}
+inline double ticks_per_us() {
+    static const double rate = [] {
+        const auto t0 = std::chrono::steady_clock::now();
+        const uint64_t c0 = ticks();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(200)) SK_CPU_RELAX();
+        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        return std::max(1e-3, double(ticks() - c0) / us);
+    }();
+    return rate;
+}
+}  // namespace detail
 
 // The chunks of one loop at a time. The master publishes a loop as `job_` = (loop number << 32) |
 // chunk count; a thread claims chunk c by raising owner_[c] to the loop number. Each thread first
@@ -42,6 +70,10 @@ public:
 
     template <class Fn>
     void run(int64_t n_chunks, Fn& fn) {
+        if (serial()) {
+            for (int64_t c = 0; c < n_chunks; ++c) fn(c);
+            return;
+        }
         for (int64_t first = 0; first < n_chunks; first += kMaxChunks) {  // rounds of kMaxChunks
             const int64_t n = std::min<int64_t>(kMaxChunks, n_chunks - first);
             auto part = [&fn, first](int64_t c) { fn(first + c); };
@@ -49,27 +81,65 @@ public:
         }
     }
 
-    // A helper's loop (thread t): serve each newly published loop; spin (then yield) in between.
+    // A helper's loop (thread t): serve each newly published loop. In between it spins for a few
+    // tens of microseconds (the next pass of an SMO step comes within microseconds), then sleeps
+    // in growing naps (20 us .. 0.5 ms): a helper with nothing to do gives its core back to whatever
+    // else runs on the machine. A loop published while it sleeps runs without it (the master takes
+    // every chunk nobody claimed); it joins the loops after it wakes.
     void serve(int t) {
         int64_t idle = 0;
+        int64_t nap_us = 0;
         uint64_t seen = 0;
         while (!closed_.load(std::memory_order_acquire)) {
             const uint64_t job = job_.load(std::memory_order_acquire);
             if (job == seen) {
-                if (++idle < kSpins) SK_CPU_RELAX(); else std::this_thread::yield();
+                if (++idle < kSpins) {
+                    SK_CPU_RELAX();
+                } else {
+                    nap_us = std::min<int64_t>(kMaxNapUs, std::max<int64_t>(kMinNapUs, 2 * nap_us));
+                    std::unique_lock<std::mutex> lock(nap_mutex_);
+                    if (!closed_.load(std::memory_order_acquire))
+                        nap_cv_.wait_for(lock, std::chrono::microseconds(nap_us));
+                }
                 continue;
             }
             seen = job;
             idle = 0;
+            nap_us = 0;
             work(job, t);
         }
     }
 
-    void close() { closed_.store(true, std::memory_order_release); }
+    void close() {
+        {
+            std::lock_guard<std::mutex> lock(nap_mutex_);
+            closed_.store(true, std::memory_order_release);
+        }
+        nap_cv_.notify_all();
+    }
+
+    // The team runs its loops on the master alone (its helpers nap) for a while when they keep it
+    // waiting: a helper that the OS took off its core in the middle of a chunk holds the loop up for a
+    // whole time slice (a busy machine: another process on one of the cores). Counted in run_round:
+    // a wait for the helpers' chunks longer than twice the master's own part of the loop plus
+    // kStallUs is a stall; stalls above kStallShare of the time since the team (re)started switch
+    // it to the master alone for a period that doubles each time (kSerialMs .. kMaxSerialMs), then
+    // the team tries again.
+    bool serial() {
+        if (!serial_) return false;
+        if (detail::ticks() < serial_until_) return true;
+        serial_ = false;
+        window_start_ = detail::ticks();
+        stalled_ = 0;
+        return false;
+    }
+    int64_t serial_periods() const { return serial_periods_; }
 
 private:
     static constexpr int64_t kMaxChunks = 256;
-    static constexpr int64_t kSpins = 1 << 16;  // ~ a few ms of pause before yielding the core
+    static constexpr int64_t kSpins = 1 << 11;  // pauses before a nap: ~30-60 us
+    static constexpr int64_t kMinNapUs = 20, kMaxNapUs = 500;
+    static constexpr double kStallUs = 50.0, kStallShare = 0.1, kSerialMs = 50.0, kMaxSerialMs = 2000.0;
 
     template <class Fn>
     static void invoke(void* ctx, int64_t c) { (*static_cast<Fn*>(ctx))(c); }
@@ -81,10 +151,26 @@ private:
         done_.store(0, std::memory_order_relaxed);
         const uint64_t loop = (job_.load(std::memory_order_relaxed) >> 32) + 1;
         const uint64_t job = (loop << 32) | uint64_t(n);
+        const uint64_t t0 = detail::ticks();
         job_.store(job, std::memory_order_release);  // publishes the stores above
         work(job, 0);
         // the chunks the helpers claimed: wait for them (they are under way, not waiting to start)
-        while (done_.load(std::memory_order_acquire) < n) SK_CPU_RELAX();
+        if (done_.load(std::memory_order_acquire) < n) {
+            const uint64_t t1 = detail::ticks();
+            while (done_.load(std::memory_order_acquire) < n) SK_CPU_RELAX();
+            const uint64_t t2 = detail::ticks();
+            if (double(t2 - t1) > 2.0 * double(t1 - t0) + kStallUs * detail::ticks_per_us()) note_stall(t2, t2 - t1);
+        }
+    }
+
+    void note_stall(uint64_t now, uint64_t wait) {
+        if (window_start_ == 0) window_start_ = now - wait;
+        stalled_ += wait;
+        if (double(stalled_) <= kStallShare * double(now - window_start_)) return;
+        serial_ = true;
+        ++serial_periods_;
+        const double ms = std::min(kMaxSerialMs, kSerialMs * double(int64_t(1) << std::min<int64_t>(serial_periods_ - 1, 10)));
+        serial_until_ = now + uint64_t(ms * 1000.0 * detail::ticks_per_us());
     }
 
     // thread t's part of loop `job`: its own share, then the unclaimed rest. A helper that comes
@@ -114,6 +200,12 @@ private:
     std::atomic<void*> ctx_{nullptr};
     alignas(64) std::atomic<bool> closed_{false};
     alignas(64) std::atomic<uint64_t> owner_[kMaxChunks] = {};
+    std::mutex nap_mutex_;
+    std::condition_variable nap_cv_;
+    // the master's alone: stall bookkeeping (ticks)
+    uint64_t window_start_ = 0, stalled_ = 0, serial_until_ = 0;
+    bool serial_ = false;
+    int64_t serial_periods_ = 0;
 };
 
 namespace detail {
@@ -121,12 +213,26 @@ namespace detail {
 inline thread_local Team* master_of = nullptr;
 inline thread_local bool in_helper = false;
 inline thread_local bool in_loop = false;  // the master is running a loop's chunk: a nested loop runs serially
+inline thread_local int thread_cap = INT_MAX;  // ScopedThreadCap
 }  // namespace detail
+
+// Within its scope, the loops this thread runs use at most `cap` threads (a solve whose steps are
+// too small to pay for a team runs them all on its own thread: Solver::solve).
+struct ScopedThreadCap {
+    explicit ScopedThreadCap(int cap) : saved_(detail::thread_cap) { detail::thread_cap = std::max(1, cap); }
+    ~ScopedThreadCap() { detail::thread_cap = saved_; }
+    ScopedThreadCap(const ScopedThreadCap&) = delete;
+    ScopedThreadCap& operator=(const ScopedThreadCap&) = delete;
+
+private:
+    int saved_;
+};
 
 // fn(c) for c in [0, n_chunks): on the team when called by its master, serially inside a chunk
 // (nested), and as an OpenMP parallel for when nthreads > 1 outside any team (e.g. prediction).
 template <class Fn>
 void for_chunks(int64_t n_chunks, int nthreads, Fn&& fn) {
+    nthreads = std::min(nthreads, detail::thread_cap);
     if (n_chunks <= 1 || nthreads <= 1 || detail::in_helper || detail::in_loop) {
         for (int64_t c = 0; c < n_chunks; ++c) fn(c);
     } else if (detail::master_of) {
@@ -152,7 +258,10 @@ void for_chunks(int64_t n_chunks, int nthreads, Fn&& fn) {
 // three interleaved A/B runs), a9a-dense unchanged; sixteen on every pass: 1.71
 inline constexpr double kTeamChunkOps = 8000.0;
 inline constexpr int64_t kLongPassChunks = 64;
+// a solve starts a team of threads only when a step's passes make this many chunks (Solver::team_pays)
+inline constexpr double kTeamMinChunks = 4.0;
 inline int64_t chunks_for(int64_t n, double cost, int nthreads) {
+    nthreads = std::min(nthreads, detail::thread_cap);
     if (nthreads <= 1 || n <= 0) return 1;
     const double total = double(n) * cost;
     // a hand-off to a team helper costs a fraction of a microsecond; a task or a parallel for
@@ -167,6 +276,7 @@ inline int64_t chunks_for(int64_t n, double cost, int nthreads) {
 // nthreads whose other members serve the chunks of the loops body() runs through for_chunks.
 template <class Body>
 void run_in_team(int nthreads, Body&& body) {
+    nthreads = std::min(nthreads, detail::thread_cap);
     if (nthreads <= 1 || detail::master_of || detail::in_helper) {
         body();
         return;

@@ -145,8 +145,10 @@ bool expansion_decision(const double* X, int64_t n, int64_t d, const double* B, 
     if (!bn.empty()) squared_norms(B, m, d, bn.data());
     const std::vector<double> panels = pack_panels(B, m, d);
     const int64_t n_tiles = (n + kRowTile - 1) / kRowTile;
-    // tiles in contiguous runs, a few per thread (each run allocates its buffers once)
-    const int64_t n_runs = std::min<int64_t>(n_tiles, chunks_for(n, double(d) * double(m + 1), nthreads) * 2);
+    // tiles in contiguous runs, a few per thread (each run allocates its buffers once); one run
+    // where the work does not pay for threads (chunks_for: a small prediction)
+    const int64_t by_work = chunks_for(n, double(d) * double(m + 1), nthreads);
+    const int64_t n_runs = by_work <= 1 ? 1 : std::min<int64_t>(n_tiles, by_work * 2);
     std::atomic<bool> finite{true};
     for_chunks(n_runs, nthreads, [&](int64_t run) {
         std::vector<double> K(kRowTile * std::max<int64_t>(m, 1)), xn(kRowTile);

@@ -346,7 +346,7 @@ def fit_dc(estimator, X, y, sample_weight=None, client=None):
         problems, layout = _problems(estimator, y, sample_weight, n)
         kernel = estimator._kernel_spec()
         engine = _engine_rows(client, rows, kernel.name, nonzero)
-        options, workers = estimator._solver_options(engine.like(), len(problems), threads)
+        options, workers = estimator._solver_options(engine.like(), [len(p.y) for p in problems], threads)
         divide = estimator._divide(engine, kernel, threads, workers, build=engine.build_partition)
         cluster_options = divide.cluster_options(options)
         used = set()

@@ -84,6 +84,8 @@ public:
         return row;
     }
     double part_cost(int64_t i) const { return kernel_->row_cost(perm_[i], cols()); }
+    // operations per entry of a row a step computes (a cache miss); a gather from shared rows: 2
+    double step_cost() const { return shared_ || perm_.empty() ? 2.0 : kernel_->row_cost(perm_[0], cols()); }
     void fill_part(int64_t i, int64_t begin, int64_t end, float* row) const {
         kernel_->row(perm_[i], cols(), begin, end, row + begin, 1, y_.data(), y_[i]);
     }
@@ -116,10 +118,10 @@ public:
     }
 
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
-    // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum).
-    // single: the kernel values may be float32 (Kernel::weighted_sum)
+    // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum). With err (and
+    // single_sums()), in float32, err[t - begin] += the bound on its error.
     void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out,
-                    bool single) {
+                    double* err = nullptr) {
         if (shared_) {
             accumulate_shared(idx, coef, q, begin, end, out);
             return;
@@ -131,9 +133,47 @@ public:
             w[r] = coef[r] * y_[idx[r]];
         }
         for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
-        kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_, single);
+        kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_,
+                              single_sums() ? err : nullptr);
         kernel_evals += q * (end - begin);
         for (int64_t t = begin; t < end; ++t) out[t - begin] += y_[t] * sum[t - begin];
+    }
+    // whether accumulate can sum in float32 (Kernel::single_sums; never from shared rows)
+    bool single_sums() const { return !shared_ && kernel_->single_sums(); }
+
+    // A bound per unit of alpha on the error the working copy's float32 points put on a kernel value
+    // (0 when it holds none): u (d / 32 + 8 + x), the float32 sums of dense32_measures (d / 32 deep,
+    // then 8-lane and 4-chain reductions) and the rounding of the inputs, x = 2 sqrt(gamma) R (rbf,
+    // R the largest norm), 2 gamma R_1 (laplacian, L1 norms); the dot-product kernels: the sums' bound
+    // times d K / d(x'z) at its largest, gamma R^2 (and the polynomial's degree). Rounding to float32
+    // rows (LIBSVM's own) is not counted.
+    double float32_points_error() const {
+        if (shared_ || precomputed() || X_.sparse || X_.d <= PermutedCopy::kFeatureMajorMaxD) return 0.0;
+        double r2 = 0.0, r1 = 0.0;
+        for (int64_t i = 0; i < X_.n; ++i) {
+            r2 = std::max(r2, X_.sqnorm[i]);
+            r1 = std::max(r1, X_.l1norm[i]);
+        }
+        const double sums = double(X_.d) / 32.0 + 8.0, g = params_.gamma;
+        switch (params_.type) {
+            case KernelType::rbf: return kFloat32Roundoff * (sums + 2.0 * std::sqrt(g * r2));
+            case KernelType::laplacian: return kFloat32Roundoff * (sums + 2.0 * g * r1);
+            case KernelType::linear: return kFloat32Roundoff * sums * r2;
+            case KernelType::sigmoid: return kFloat32Roundoff * sums * g * r2;
+            case KernelType::poly: {
+                const int p = std::max(1, params_.degree);
+                return kFloat32Roundoff * sums * g * r2 * p * integer_power(g * r2 + std::fabs(params_.coef0), p - 1);
+            }
+            default: return 0.0;
+        }
+    }
+
+    // The working copy of dense data of many features may hold float32 points (PermutedCopy): allowed
+    // or not by the solver from the size of its alphas (Solver: float32_points_allowed).
+    void allow_float32_points(bool allow) {
+        if (allow == float32_points_) return;
+        float32_points_ = allow;
+        rebuild_working_copy();
     }
 
     // Position swaps of one shrinking pass, applied in order.
@@ -163,7 +203,7 @@ private:
         if (precomputed()) {
             kernel_ = std::make_unique<Kernel>(X_, X_, params_);
         } else {
-            work_.build(X_, perm_, nthreads_);
+            work_.build(X_, perm_, nthreads_, float32_points_);
             kernel_ = std::make_unique<Kernel>(X_, work_.m, params_, nthreads_);
         }
     }
@@ -316,6 +356,7 @@ private:
     std::vector<float> scratch_[2];
     int next_scratch_ = 0;
     int nthreads_;
+    bool float32_points_ = true;
     SharedRows* shared_ = nullptr;  // a grid search's rows, or none
     std::vector<int32_t> global_;   // with shared_: the row there of the point at each active position
 };
@@ -379,18 +420,24 @@ public:
     }
 
     // out[t - begin] += sum_r coef_r Q(idx_r, t) = s_t sum_r (coef_r s_r) K(pt_r, pt_t): one kernel-
-    // vector product over the N points, then gathered.
+    // vector product over the N points, then gathered (err: as KernelQ's)
     void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out,
-                    bool single) {
+                    double* err = nullptr) {
         std::vector<int64_t> pts(q);
-        std::vector<double> w(q), sum(n_, 0.0);
+        std::vector<double> w(q), sum(n_, 0.0), bound(err ? n_ : 0, 0.0);
         for (int64_t r = 0; r < q; ++r) {
             pts[r] = point_[idx[r]];
             w[r] = coef[r] * sign_[idx[r]];
         }
-        inner_.accumulate(pts.data(), w.data(), q, 0, n_, sum.data(), single);
+        inner_.accumulate(pts.data(), w.data(), q, 0, n_, sum.data(), err ? bound.data() : nullptr);
         for (int64_t t = begin; t < end; ++t) out[t - begin] += sign_[t] * sum[point_[t]];
+        if (err)
+            for (int64_t t = begin; t < end; ++t) err[t - begin] += bound[point_[t]];
     }
+    bool single_sums() const { return inner_.single_sums(); }
+    double step_cost() const { return inner_.step_cost() + 3.0; }
+    double float32_points_error() const { return inner_.float32_points_error(); }
+    void allow_float32_points(bool allow) { inner_.allow_float32_points(allow); }
 
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swaps) {
         for (auto [i, j] : swaps) {
@@ -451,7 +498,11 @@ public:
     const float* get_Q(int64_t i, int64_t /*len*/) { return Q_ + i * q_; }
     // the sub-problem never shrinks, so it never swaps or reconstructs
     void swap_indices(const std::vector<std::pair<int64_t, int64_t>>&) {}
-    void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*, bool) {}
+    void accumulate(const int64_t*, const double*, int64_t, int64_t, int64_t, double*, double* = nullptr) {}
+    bool single_sums() const { return false; }
+    double step_cost() const { return 0.0; }
+    double float32_points_error() const { return 0.0; }
+    void allow_float32_points(bool) {}
     int64_t capacity_rows(int64_t) const { return q_; }
     int64_t original(int64_t t) const { return t; }
     int64_t kernel_evals = 0;

@@ -65,7 +65,10 @@ struct SolverOptions {
     int64_t conjugate_max_support = -64;
     int64_t q = 0;  // working-set size of the batched route (0 = chosen from N and the cache)
     int nthreads = 1;
-    double tau = 1e-12;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
+    double tau = 1e-12;
+    // a bound on the error of a given G0 (and G_bar0) against the exact sums (DC-SVM's start
+    // gradients assembled from float32 products): taken off tol as the engine's own (stop_tol)
+    double g0_error = 0.0;  // curvature floor for non-PSD kernels (LIBSVM's TAU)
     // Polled every <= 1000 steps with the progress so far: the caller's progress report, Ctrl-C and
     // time limit. Returns kPollContinue, or the reason to stop (the current iterate is returned).
     std::function<int(const SolverProgress&)> poll;
@@ -97,6 +100,11 @@ struct SolverResult {
     int64_t q = 0;              // working-set size used by the batched route
     int status = kConverged;
     int64_t fallbacks = 0;      // conjugate steps replaced by the plain pair (safeguard)
+    // a bound on |G - the G of exact (double) kernel sums| that float32 sums left in grad (0: none
+    // used); the rounding of float32 kernel rows (LIBSVM's) is not counted
+    double grad_error = 0;
+    int threads = 1;             // the team's size (1: the problem was too small to pay for one)
+    int64_t serial_periods = 0;  // times the team ran on its master alone (helpers kept it waiting)
 };
 
 template <class QM, class Term>
@@ -143,6 +151,9 @@ public:
             diag_.resize(l);
             for (int64_t t = 0; t < l; ++t) diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
         }
+        Q_.allow_float32_points(float32_points_allowed());
+        if (!team_pays()) opt_.nthreads = 1;
+        ScopedThreadCap cap(opt_.nthreads);
         initialize_gradient(G0, G0 ? Gbar0 : nullptr);
     }
 
@@ -152,13 +163,18 @@ public:
             res.status = kInterrupted;
             return res;
         }
+        ScopedThreadCap cap(opt_.nthreads);  // (the Q-provider's own loops too)
+        res.threads = opt_.nthreads;
         run_in_team(opt_.nthreads, [&] {
+            // a given G0 whose error would leave little of tol: recomputed here in double
+            if (sums_error() > 0.25 * opt_.tol) refresh_gradient();
             if (opt_.batched && l_ > 2) {
                 solve_batched(res);
             } else {
                 solve_pairs_into(res);
             }
             finish(res);
+            if (detail::master_of) res.serial_periods = detail::master_of->serial_periods();
         });
         return res;
     }
@@ -195,7 +211,11 @@ private:
 
     // G = Qa0 + psi'(a0) and G_bar. KLR starts with every a_i > 0, so Qa0 is a full pass over Q: it
     // runs as kernel-vector products (KernelQ::accumulate) instead of one cached row at a time.
-    void initialize_gradient(const double* G0, const double* Gbar0 = nullptr) {
+    void initialize_gradient(const double* G0, const double* Gbar0 = nullptr, bool allow_single = true) {
+        err_G_ = G0 ? opt_.g0_error : 0.0;
+        err_Gbar_ = Gbar0 ? opt_.g0_error : 0.0;
+        err_recon_ = 0.0;
+        reconstructed_ = false;
         if (keep_gbar()) Gbar_.assign(l_, 0.0);
         if (keep_gbar() && Gbar0)
             for (int64_t t = 0; t < l_; ++t) Gbar_[t] = Gbar0[active_set_[t]];
@@ -224,8 +244,9 @@ private:
                     accumulate_cached_rows(rest, G_.data());
                     accumulate_cached_rows(bounded, Gbar_.data());
                 } else {
-                    accumulate_rows(rest, 0, l_, G_.data());
-                    accumulate_rows(bounded, 0, l_, Gbar_.data());
+                    const double e_rest = accumulate_rows(rest, 0, l_, G_.data(), allow_single);
+                    err_Gbar_ = std::max(err_Gbar_, accumulate_rows(bounded, 0, l_, Gbar_.data(), allow_single));
+                    if (!G0) err_G_ = e_rest + (add_gbar ? err_Gbar_ : 0.0);
                 }
                 if (add_gbar)
                     for (int64_t k = 0; k < l_; ++k) G_[k] += Gbar_[k];
@@ -269,19 +290,63 @@ private:
         return stop_in_pass_;
     }
 
-    // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows, with
-    // float32 kernel values at the usual tolerances (kSingleSumsMinTol; the fused products: 2.6x
-    // faster)
-    void accumulate_rows(const std::vector<int64_t>& vars, int64_t begin, int64_t end, double* out) {
+    // out[k - begin] += sum_{s in vars} a_s Q_sk for k in [begin, end), in groups of rows. Returns a
+    // bound on the error of the sums added (0 in double). allow_single: in float32 where the
+    // Q-provider can (the fused products, 2.6x faster) and the bound it reports for every k stays
+    // within kSingleSumsTolShare of tol; else (the bound is known only after the pass) the pass runs
+    // again in double.
+    double accumulate_rows(const std::vector<int64_t>& vars, int64_t begin, int64_t end, double* out,
+                           bool allow_single = true) {
         constexpr int64_t kGroup = 256;
-        const bool single = opt_.tol >= kSingleSumsMinTol;
         std::vector<double> coef(kGroup);
-        for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
-            const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
-            for (int64_t r = 0; r < q; ++r) coef[r] = a_[vars[g0 + r]];
-            Q_.accumulate(vars.data() + g0, coef.data(), q, begin, end, out, single);
-            if (interrupted_in_pass()) return;
+        auto pass = [&](double* sums, double* err) {
+            for (size_t g0 = 0; g0 < vars.size(); g0 += kGroup) {
+                const int64_t q = std::min<int64_t>(kGroup, int64_t(vars.size() - g0));
+                for (int64_t r = 0; r < q; ++r) coef[r] = a_[vars[g0 + r]];
+                Q_.accumulate(vars.data() + g0, coef.data(), q, begin, end, sums, err);
+                if (interrupted_in_pass()) return;
+            }
+        };
+        if (allow_single && Q_.single_sums() && !vars.empty()) {
+            std::vector<double> sums(end - begin, 0.0), err(end - begin, 0.0);
+            pass(sums.data(), err.data());
+            const double worst = err.empty() ? 0.0 : *std::max_element(err.begin(), err.end());
+            if (worst <= kSingleSumsTolShare * opt_.tol) {
+                for (int64_t k = 0; k < end - begin; ++k) out[k] += sums[k];
+                return worst;
+            }
         }
+        pass(out, nullptr);
+        return 0.0;
+    }
+
+    // what float32 sums may have left in G (a bound; see accumulate_rows): the start-up's (or a given
+    // G0's) at the positions never reconstructed, G_bar's plus the largest reconstruction's at the
+    // others
+    double sums_error() const { return std::max(err_G_, reconstructed_ ? err_Gbar_ + err_recon_ : 0.0); }
+    // Whether a team of threads pays for this problem: a step's passes over the l positions (4
+    // operations each, plus a kernel value's cost where a row is computed by parts) must split into
+    // a few chunks of kTeamChunkOps each (chunks_for); else every loop runs on one thread, and so
+    // does the Q-provider's (measured on iris and breast_cancer: a team made fits 1.05-2.3x slower
+    // than one thread idle, 2.4-3.5x with another process on one core).
+    bool team_pays() const {
+        return opt_.nthreads > 1 && double(l_) * (4.0 + Q_.step_cost()) >= kTeamMinChunks * kTeamChunkOps;
+    }
+
+    // the stopping test's tol: the gap the solver sees, plus twice what float32 sums may hide in it,
+    // within tol (so that the gap of exact sums is)
+    double stop_tol() const { return opt_.tol - 2.0 * sums_error(); }
+
+    // The working copy's float32 points (PermutedCopy) put an error of at most about
+    // Q_.float32_points_error() on each kernel value (a bound per unit of alpha); allowed while an
+    // alpha at its largest times that stays within kSingleSumsTolShare of tol (large C: doubles).
+    bool float32_points_allowed() const {
+        if constexpr (QM::kKernelRows) {
+            double amax = 0.0;
+            for (int64_t t = 0; t < l_; ++t) amax = std::max({amax, std::fabs(lo_[t]), std::fabs(hi_[t])});
+            return amax * Q_.float32_points_error() <= kSingleSumsTolShare * opt_.tol;
+        }
+        return true;
     }
 
     // the solver's own arrays; the Q-provider gets the whole list of a pass at once
@@ -421,7 +486,7 @@ private:
         }
         j = best.j;
         gap = (i >= 0 && M < kHuge) ? m - M : 0.0;
-        return i < 0 || j < 0 || !(gap >= opt_.tol);
+        return i < 0 || j < 0 || !(gap >= stop_tol());
     }
 
     // The nu formulations (Chang & Lin 2001, LIBSVM's Solver_NU): the rule above within each label
@@ -475,7 +540,7 @@ private:
         }
         i = pick < 0 ? -1 : is[pick];
         j = pick < 0 ? -1 : best[pick].j;
-        return pick < 0 || !(gap >= opt_.tol);
+        return pick < 0 || !(gap >= stop_tol());
     }
 
     // Minimise f along a_i += y_i t, a_j -= y_j t (keeps y'a), clip to the boxes, update G.
@@ -892,16 +957,18 @@ private:
         std::vector<int64_t> free_vars;
         for (int64_t u = 0; u < active_size_; ++u)
             if (!is_bounded(u) && a_[u] != 0.0) free_vars.push_back(u);
-        accumulate_rows(free_vars, active_size_, l_, G_.data() + active_size_);
+        err_recon_ = std::max(err_recon_, accumulate_rows(free_vars, active_size_, l_, G_.data() + active_size_));
+        reconstructed_ = true;
     }
 
-    // G = Qa + psi'(a) (and G_bar) recomputed from a over all positions, as at the start: drops the
-    // rounding the O(N) updates accumulated (the stall guard of solve_pairs)
+    // G = Qa + psi'(a) (and G_bar) recomputed from a over all positions, as at the start, with
+    // double sums: drops the rounding the O(N) updates accumulated (the stall guard of solve_pairs)
+    // and what float32 sums left (never a less accurate gradient than the one it replaces)
     void refresh_gradient() {
         maximal_violator_known_ = false;
         reset_direction();
         active_size_ = l_;
-        initialize_gradient(nullptr);
+        initialize_gradient(nullptr, nullptr, false);
     }
 
     // ------------------------------------------------------------------ batched route
@@ -1016,7 +1083,8 @@ private:
         std::vector<const float*> rows(q);
         std::vector<float> Qsub;
         std::vector<double> sy, sp, sC, slo, shi, sa, sg;
-        int64_t since_shrink = 0;
+        int64_t since_shrink = 0, idle_blocks = 0;
+        constexpr int64_t kMaxIdleBlocks = 16;
         while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
             if (poll_interrupt(res)) return;
             if (opt_.shrinking && since_shrink >= std::min<int64_t>(l_, 1000)) {
@@ -1026,7 +1094,7 @@ private:
             }
             const double gap = current_gap();
             last_gap_ = gap;
-            if (!(gap >= opt_.tol)) {
+            if (!(gap >= stop_tol())) {
                 if (active_size_ == l_) break;
                 reconstruct_gradient();  // final unshrink check
                 active_size_ = l_;
@@ -1061,7 +1129,7 @@ private:
             for (int s = 0; s < 2; ++s)
                 if (std::isfinite(local_m[s]) && std::isfinite(local_M[s])) local_gap = std::max(local_gap, local_m[s] - local_M[s]);
             SolverOptions sub;
-            sub.tol = std::max(opt_.tol, 0.1 * local_gap);  // ThunderSVM's local stopping rule
+            sub.tol = std::max(stop_tol(), 0.1 * local_gap);  // ThunderSVM's local stopping rule
             sub.nu = opt_.nu;  // the sub-problem's pairs within a class keep the class sums
             sub.max_iter = 100 * qb;
             sub.shrinking = false;
@@ -1072,6 +1140,13 @@ private:
                                        sa.data(), sub, sg.data());
             SolverResult sr;
             inner.solve_pairs_into(sr);
+            // a block that cannot move while the gap says it should (never seen; a safeguard against
+            // looping forever): the solve stops, not converged
+            idle_blocks = sr.iter == 0 ? idle_blocks + 1 : 0;
+            if (idle_blocks > kMaxIdleBlocks) {
+                res.status = kMaxIter;
+                return;
+            }
             res.iter += sr.iter;
             since_shrink += sr.iter;
             ++res.outer_iter;
@@ -1187,6 +1262,7 @@ private:
             res.rho = calculate_rho();
         }
         res.obj = objective();
+        res.grad_error = sums_error();
         res.alpha.assign(l_, 0.0);
         res.grad.assign(l_, 0.0);
         for (int64_t t = 0; t < l_; ++t) {
@@ -1262,6 +1338,8 @@ private:
     int64_t l_, active_size_;
     double last_gap_ = std::numeric_limits<double>::infinity();  // of the last selection, for poll
     bool stop_in_pass_ = false;  // interrupted_in_pass() said stop
+    double err_G_ = 0.0, err_Gbar_ = 0.0, err_recon_ = 0.0;  // float32 sums' error bounds (sums_error)
+    bool reconstructed_ = false;
     std::chrono::steady_clock::time_point last_poll_ = std::chrono::steady_clock::now();
     std::vector<double> y_, p_, C_, lo_, hi_, a_, G_, Gbar_;
     std::vector<double> diag_;               // Q_tt + psi_t''(a_t), non-quadratic terms only
