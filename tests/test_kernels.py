@@ -296,3 +296,30 @@ def test_start_up_gradient_of_a_warm_start_equals_a_dense_product(kernel, params
     expected = y * (K @ (a0 * y)) - 1.0
     scale = np.abs(K) @ np.abs(a0) + 1.0
     np.testing.assert_array_less(np.abs(r.grad - expected) / scale, bound)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("d, gamma, shift", [(3, 0.5, 0.0), (8, 2.0, 0.0), (20, 0.05, 100.0), (40, 0.025, 0.0),
+                                             (300, 1.0 / 300, 3.0)])
+def test_float32_kernel_sums_stay_within_their_stated_bound(kernel, d, gamma, shift):
+    """The fused float32 kernel-vector products (the engine's start-up, reconstructed and DC start
+    gradients) against the same sums in double: every output within the bound they report (worst
+    case, kernels.cpp's fused_weighted_sum), weights up to 1e4 of both signs (large C), data far
+    from the origin too. A max_error below the bound gives the double sums exactly."""
+    rng = np.random.RandomState(d)
+    n = 1100
+    X = rng.randn(n, d) * rng.uniform(0.5, 2.0, d) + shift
+    M = core_matrix(X)
+    rows = np.arange(0, n, 3, dtype=np.int32)
+    cols = np.arange(n, dtype=np.int32)
+    w = rng.uniform(0, 1e4, len(rows)) * np.where(rng.rand(len(rows)) < 0.5, -1.0, 1.0)
+    code = KERNELS[kernel]
+    s32, bound = _core.kernel_weighted_sum(M, code, gamma, 0.0, 3, rows, w, cols, 1e300, 2)
+    s64, none = _core.kernel_weighted_sum(M, code, gamma, 0.0, 3, rows, w, cols, 0.0, 2)
+    K = (rbf_kernel if kernel == "rbf" else laplacian_kernel)(X[rows], X, gamma=gamma)
+    np.testing.assert_allclose(s64, w @ K, rtol=1e-10, atol=1e-9 * np.abs(w).sum())
+    assert none == 0.0 and 0.0 < bound
+    assert np.all(np.abs(s32 - s64) <= bound), (np.abs(s32 - s64).max(), bound)
+    again, used = _core.kernel_weighted_sum(M, code, gamma, 0.0, 3, rows, w, cols, 0.5 * bound, 2)
+    assert used == 0.0
+    np.testing.assert_array_equal(again, s64)

@@ -13,7 +13,7 @@ from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_limits
 
-from sparsekernel import NSSVC, SVC, KernelLogisticRegression
+from sparsekernel import NSSVC, SVC, KernelLogisticRegression, _core
 from sparsekernel._base import available_threads, n_threads
 
 X, Y = make_classification(n_samples=300, n_features=6, random_state=0)
@@ -115,3 +115,21 @@ def test_other_estimators_resolve_none_the_same_way(make, monkeypatch):
     monkeypatch.setattr(base, "available_threads", counted)
     make().fit(X, Y)
     assert calls
+
+
+def test_a_team_only_where_a_step_pays_for_it():
+    """The engine starts a team of threads only when a step's passes split into chunks
+    (_core.TEAM_MIN_OPS operations): iris's problems run on one thread at n_jobs=2, a 6,000-row
+    problem on two; the models are the same whatever the threads (the steps are)."""
+    from sklearn.datasets import load_iris
+
+    Xi, yi = load_iris(return_X_y=True)
+    small = SVC(n_jobs=2).fit(Xi, yi)
+    assert [s["team_threads"] for s in small.solver_stats_] == [1, 1, 1]
+    one = SVC(n_jobs=1).fit(Xi, yi)
+    np.testing.assert_array_equal(small.dual_coef_, one.dual_coef_)
+    Xb, yb = make_classification(n_samples=6000, n_features=20, random_state=0)
+    big = SVC(n_jobs=2).fit(Xb, yb)
+    assert big.solver_stats_[0]["team_threads"] == 2
+    assert 6000 * (4 + 20) >= _core.TEAM_MIN_OPS > 100 * (4 + 4)
+    np.testing.assert_array_equal(big.dual_coef_, SVC(n_jobs=1).fit(Xb, yb).dual_coef_)
