@@ -142,7 +142,9 @@ def test_other_kernels_are_not_shifted():
 def test_engine_storage_is_the_numpy_conversion(dtype):
     """The C++ conversion behind the CSR storage: the entries of X (or of X minus its columns' most
     frequent values, for rbf) that differ from zero / the shift, exactly as numpy computes them, the
-    same on 1 and 3 threads; a dense X of more than 15 % nonzeros (after the shift) stays dense."""
+    same on 1 and 3 threads (the C++ pass itself too: engine_storage gives an X this small one
+    thread); a dense X of more than 15 % nonzeros (after the shift) stays dense."""
+    from sparsekernel import _core
     from sparsekernel._base import _column_modes, engine_storage
 
     rng = np.random.RandomState(0)
@@ -157,6 +159,9 @@ def test_engine_storage_is_the_numpy_conversion(dtype):
     one, three = engine_storage(shifted, "rbf", 1), engine_storage(shifted, "rbf", 3)
     np.testing.assert_array_equal(one.toarray(), expected)
     assert one.nnz == np.count_nonzero(expected) and (one != three).nnz == 0
+    for Xt, sh in ((X, None), (shifted, shift.astype(np.float64))):  # 4 blocks of rows: 3 threads at work
+        for a, b in zip(*(_core.dense_as_csr(Xt, sh, 1.0, t) for t in (1, 3))):
+            np.testing.assert_array_equal(a, b)
     assert not sp.issparse(engine_storage(shifted, "poly", 2))  # shifts only for translation invariance
     dense = rng.randn(200, 10).astype(dtype)
     dense[:, :8] *= rng.rand(200, 8) < 0.2  # about 36 % nonzeros

@@ -15,10 +15,15 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import joblib
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import assert_all_finite
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils._param_validation import validate_parameter_constraints
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, validate_data
 
 from . import _core
@@ -37,9 +42,27 @@ def available_threads():
     limit = max(1, int(_core.max_threads()))
     if os.environ.get("OMP_NUM_THREADS"):
         return limit
-    from joblib import cpu_count
+    return max(1, min(limit, _cpu_count()))
 
-    return max(1, min(limit, cpu_count()))
+
+_CPU_COUNTS = {}  # (pid, CPUs of the affinity mask, LOKY_MAX_CPU_COUNT) -> joblib.cpu_count()
+
+
+def _cpu_count():
+    """joblib's ``cpu_count()`` (the CPUs of the affinity mask, a cgroup CPU quota,
+    ``LOKY_MAX_CPU_COUNT``), kept per process, affinity size and environment: it reads the cgroup
+    files on every call (130 us, every fit of n_jobs=None). Of its inputs only the cgroup's quota
+    is not in the key: it is read once per process (a container resized while the process runs
+    keeps the count it started with)."""
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (no sched_getaffinity: macOS, Windows)
+        affinity = None
+    key = (os.getpid(), affinity, os.environ.get("LOKY_MAX_CPU_COUNT"))
+    count = _CPU_COUNTS.get(key)
+    if count is None:
+        count = _CPU_COUNTS[key] = int(joblib.cpu_count())
+    return count
 
 
 def idle_cpus():
@@ -68,6 +91,23 @@ def n_threads(n_jobs):
     if not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}")
     return max(1, available_threads() + 1 + int(n_jobs)) if n_jobs < 0 else int(n_jobs)
+
+
+@functools.lru_cache(maxsize=None)
+def init_params(cls):
+    """The parameters of estimator class ``cls`` (``BaseEstimator._get_param_names``, which reads the
+    signature of ``__init__``: 90 us a call, every fit), kept per class."""
+    return frozenset(cls._get_param_names())
+
+
+def validate_constrained_params(estimator):
+    """scikit-learn's ``BaseEstimator._validate_params`` (its checks and messages) over the
+    parameters that ``_parameter_constraints`` names, without ``get_params``'s signature reading:
+    validate_parameter_constraints skips every other parameter anyway."""
+    constraints = estimator._parameter_constraints
+    names = init_params(type(estimator))
+    validate_parameter_constraints(constraints, {k: getattr(estimator, k) for k in constraints if k in names},
+                                   caller_name=type(estimator).__name__)
 
 
 def check_kernel_params(kernel, gamma, coef0, degree, allow_callable=False):
@@ -168,21 +208,31 @@ def engine_storage(X, kernel="rbf", threads=1):
     if sp.issparse(X) or X.ndim != 2 or X.size == 0:
         return X
     csr = _sparse_copy(X, None, threads)
-    screen = X[_evenly_spaced(X.shape[0], SCREEN_ROWS)]
-    if csr is None and kernel in ("rbf", "laplacian") and _mostly_modes_on_a_sample(screen):
+    if csr is None and kernel in ("rbf", "laplacian") and _mostly_modes_on_a_sample(_screen_rows(X)):
         shift = _column_modes(X)
         if shift.any():
             csr = _sparse_copy(X, shift, threads)
     return X if csr is None else csr
 
 
+# rows of X per block of the C++ count and copy (dense_as_csr's kRows): more threads than blocks idle
+_DENSE_AS_CSR_ROWS = 256
+# entries of X per thread of that pass (about 0.3 ms of counting each): a thread costs its start, and
+# on a busy machine the wait for a core (7 ms a fit of breast_cancer, 569 x 30, on two threads)
+_DENSE_AS_CSR_ENTRIES_PER_THREAD = 1 << 18
+
+
 def _sparse_copy(X, shift, threads, max_density=_SPARSE_ENGINE_DENSITY):
     """Dense X - shift (shift None: X) as CSR when at most max_density of its entries are nonzero,
-    else None."""
+    else None. The C++ pass shares blocks of _DENSE_AS_CSR_ROWS rows between its threads: it is
+    given no more threads than blocks, nor than _DENSE_AS_CSR_ENTRIES_PER_THREAD entries pay for
+    (small X: one thread; the result does not depend on the count)."""
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     shift = None if shift is None else core_array(shift, np.float64)
-    parts = _core.dense_as_csr(core_array(X), shift, float(max_density), max(1, int(threads)))
+    threads = max(1, min(int(threads), -(-X.shape[0] // _DENSE_AS_CSR_ROWS),
+                         -(-X.size // _DENSE_AS_CSR_ENTRIES_PER_THREAD)))
+    parts = _core.dense_as_csr(core_array(X), shift, float(max_density), threads)
     if parts is None:
         return None
     indptr, indices, values = parts
@@ -193,17 +243,39 @@ SCREEN_ROWS = 64  # rows that screen whether a dense X may be mostly its columns
 MODE_ROWS = 1024  # rows whose columns' most frequent values shift X
 
 
+@functools.lru_cache(maxsize=64)
 def _evenly_spaced(n, n_sample):
-    """min(n_sample, n) evenly spaced row indices of n rows."""
-    return np.linspace(0, n - 1, min(n_sample, n)).astype(np.intp)
+    """min(n_sample, n) evenly spaced row indices of n rows (read-only: one array per (n, n_sample),
+    kept, as every fit on the same number of rows asks again)."""
+    idx = np.linspace(0, n - 1, min(n_sample, n)).astype(np.intp)
+    idx.flags.writeable = False
+    return idx
+
+
+def _screen_rows(X):
+    """The rows of X that ``_mostly_modes_on_a_sample`` judges: _evenly_spaced(n, SCREEN_ROWS), all
+    of X (itself, not a copy) when it has no more rows."""
+    return X if X.shape[0] <= SCREEN_ROWS else X[_evenly_spaced(X.shape[0], SCREEN_ROWS)]
 
 
 def _mostly_modes_on_a_sample(rows):
     """Whether X may be mostly its columns' most frequent values, judged on ``rows``, X's rows
     _evenly_spaced(n, SCREEN_ROWS): at least 1 - 2 * _SPARSE_ENGINE_DENSITY of their entries equal their
     column's most frequent value there. A screen that spares dense data the modes and the count
-    (usps: 56 %, 2.5 ms a fit)."""
-    return float(np.mean(rows == _column_modes(rows))) >= 1.0 - 2.0 * _SPARSE_ENGINE_DENSITY
+    (usps: 56 %, 2.5 ms a fit).
+
+    The entries equal to a column's mode are its longest run of equal values once sorted, at most
+    one more than the column's equal neighbours: with fewer equal neighbours than the fraction
+    needs (data of distinct values: every small data set we measured), the answer is no without
+    the runs (150-400 us of a small fit)."""
+    m, d = rows.shape
+    need = 1.0 - 2.0 * _SPARSE_ENGINE_DENSITY
+    if m > 1 and d > 0:
+        ordered = np.sort(rows, axis=0)
+        equal_neighbours = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
+        if (d + equal_neighbours) / (m * d) < need:
+            return False
+    return float(np.mean(rows == _column_modes(rows))) >= need
 
 
 def _column_modes(X, n_sample=MODE_ROWS):
@@ -248,6 +320,24 @@ def core_matrix(X):
     return _core.Matrix.dense(core_array(X, np.float64))
 
 
+def class_labels(y):
+    """``classes_`` and y encoded as their indices (np.unique), after scikit-learn's
+    ``check_classification_targets``. For the y of almost every fit, a validated 1-D array of
+    integers, booleans or integral floats, that check's answer is known ('binary' or 'multiclass':
+    allowed) and costs 230 us of a 1.5 ms fit; it is made here with the test scikit-learn makes
+    (floats equal to their int64 cast), with its warning for more classes than half the samples.
+    Anything else goes through scikit-learn's function itself (its errors and messages)."""
+    if (isinstance(y, np.ndarray) and y.ndim == 1 and y.size
+            and (y.dtype.kind in "biu" or (y.dtype.kind == "f" and not np.any(y != y.astype(np.int64).astype(y.dtype))))):
+        classes, y_enc = np.unique(y, return_inverse=True)
+        if len(classes) > 2 and y.shape[0] > 20 and len(classes) > round(0.5 * y.shape[0]):
+            warnings.warn("The number of unique classes is greater than 50% of the number of samples. `y` could "
+                          "represent a regression problem, not a classification problem.", UserWarning, stacklevel=2)
+        return classes, y_enc
+    check_classification_targets(y)
+    return np.unique(y, return_inverse=True)
+
+
 def sample_weights(sample_weight, n_samples):
     """Per-sample weights as float64 (ones for None, a scalar broadcast). As in LIBSVM and
     scikit-learn, a weight of zero or below masks its sample (it is returned as 0: C_i = 0, a_i = 0);
@@ -268,8 +358,6 @@ def sample_weights(sample_weight, n_samples):
 def per_sample_bounds(C, classes, y_enc, class_weight, sample_weight, n_samples):
     """Upper bounds C_i = C * class_weight[y_i] * sample_weight_i (LIBSVM's weighted C); 0 for a
     masked sample (also when C is inf: a hard margin on the others)."""
-    from sklearn.utils.class_weight import compute_class_weight
-
     sw = sample_weights(sample_weight, n_samples)
     if class_weight is not None:  # (compute_class_weight costs ~0.5 ms: a path fits thousands of small problems)
         cw = compute_class_weight(class_weight, classes=classes, y=classes[y_enc])
@@ -550,8 +638,6 @@ STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT = 0, 1, 2, 
 def warn_if_stopped_early(estimator, statuses, max_iter_message):
     """One ConvergenceWarning for a fit whose problems did not all converge, by the first reason of
     time limit, a callback's request and max_iter (whose message the estimator gives)."""
-    from sklearn.exceptions import ConvergenceWarning
-
     statuses = set(statuses)
     name = type(estimator).__name__
     if STATUS_TIME_LIMIT in statuses:

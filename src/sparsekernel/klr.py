@@ -26,7 +26,6 @@ from scipy.special import expit, log1p
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _engine
@@ -41,6 +40,7 @@ from ._base import (
     KernelModelMixin,
     canonical_csr,
     check_kernel_params,
+    class_labels,
     check_positive,
     core_matrix,
     n_threads,
@@ -76,8 +76,9 @@ def box_bound(bound, Ci, y):
     largest feasible value (at the largest value itself the feasible set is a single point) and
     reports it; an explicit bound raises a ValueError.
     """
-    m = np.array([np.sum(y > 0), np.sum(y < 0)], dtype=np.float64)
-    S = np.array([Ci[y > 0].sum(), Ci[y < 0].sum()])
+    pos, neg = y > 0, y < 0
+    m = np.array([np.count_nonzero(pos), np.count_nonzero(neg)], dtype=np.float64)
+    S = np.array([Ci[pos].sum(), Ci[neg].sum()])
     largest = float(np.min(S / (m.max() + m)))
     if isinstance(bound, str):
         b = min(_AUTO_BOUND_ABS, _AUTO_BOUND_REL * float(Ci.min()))
@@ -107,12 +108,15 @@ def initial_point(Ci, y, lo, hi):
     class-constant a_i = kappa / m_c.
     """
     a = np.empty_like(Ci)
-    pos, neg = y > 0, y < 0
-    v = float(np.clip(Ci.mean(), max(lo[pos].sum(), lo[neg].sum()), min(hi[pos].sum(), hi[neg].sum())))
-    for mask in (pos, neg):
-        width = (hi[mask] - lo[mask]).sum()
-        theta = (v - lo[mask].sum()) / width if width > 0 else 0.0
-        a[mask] = lo[mask] + np.clip(theta, 0.0, 1.0) * (hi[mask] - lo[mask])
+    classes = [(mask, lo[mask], hi[mask]) for mask in (y > 0, y < 0)]  # (each class's bounds, taken once)
+    (_, lo_p, hi_p), (_, lo_n, hi_n) = classes
+    # (scalars clipped as np.clip does: the upper bound last)
+    v = float(min(max(Ci.mean(), max(lo_p.sum(), lo_n.sum())), min(hi_p.sum(), hi_n.sum())))
+    for mask, lo_c, hi_c in classes:
+        room = hi_c - lo_c
+        width = room.sum()
+        theta = (v - lo_c.sum()) / width if width > 0 else 0.0
+        a[mask] = lo_c + min(max(theta, 0.0), 1.0) * room
     return a
 
 
@@ -175,9 +179,10 @@ def primal_objective(r, y, Ci, lam):
     return 0.5 * float(a @ Qa) + float(Ci @ loss)
 
 
-def duality_gap(r, y, Ci, lam):
-    """Relative gap (P + f) / P between the shifted primal at (w(a), b) and the dual f(a) (>= 0)."""
-    P = primal_objective(r, y, Ci, lam)
+def duality_gap(r, y, Ci, lam, P=None):
+    """Relative gap (P + f) / P between the shifted primal at (w(a), b) and the dual f(a) (>= 0); P,
+    the primal_objective, when known."""
+    P = primal_objective(r, y, Ci, lam) if P is None else P
     return max(0.0, (P + r.obj) / max(P, np.finfo(float).tiny))
 
 
@@ -376,8 +381,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self._check_precomputed(X, fit=True)
         if sp.issparse(X):
             X = canonical_csr(X)
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        self.classes_, y_enc = class_labels(y)
         n_classes = len(self.classes_)
         if n_classes < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {n_classes} class")
@@ -502,9 +506,10 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self.bound_ = np.array([float(r.lo[0]) for r in results])
         rb = [measured_rho(r, yk, Ck, lam) for r, yk in zip(results, problems)]
         self.rho_ = np.array([v[0] for v in rb])
-        self.duality_gap_ = np.array([duality_gap(r, yk, Ck, lam) for r, yk in zip(results, problems)])
+        primal = [primal_objective(r, yk, Ck, lam) for r, yk in zip(results, problems)]  # (once: the gap's too)
+        self.duality_gap_ = np.array([duality_gap(r, yk, Ck, lam, P) for r, yk, P in zip(results, problems, primal)])
         self.dual_objective_ = np.array([r.obj for r in results])
-        self.objective_ = np.array([primal_objective(r, yk, Ck, lam) for r, yk in zip(results, problems)])
+        self.objective_ = np.array(primal)
         self.solver_ = "smo"
         self.kkt_gap_ = np.array([r.gap for r in results])
         self.n_iter_ = np.array([r.n_iter for r in results], dtype=np.int64)

@@ -11,12 +11,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state, deprecated
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import _ovr_decision_function, check_classification_targets
+from sklearn.utils.multiclass import _ovr_decision_function
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import (
-    _num_samples,
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
@@ -34,14 +34,17 @@ from ._base import (
     check_time_limit,
     callable_gram,
     canonical_csr,
+    class_labels,
     check_kernel_params,
     check_positive,
     core_matrix,
+    init_params,
     is_dask_array,
     n_threads,
     per_sample_bounds,
     check_kernel_range,
     resolve_gamma,
+    validate_constrained_params,
     warn_if_stopped_early,
     with_callbacks,
 )
@@ -79,6 +82,13 @@ _DC_MIN_ROWS = 200_000
 def _pairs(n_classes):
     """The one-vs-one problems in LIBSVM's order: (a, b) for a < b."""
     return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+def _plus_minus(n):
+    """The labels of eps-SVR's 2n variables (a+, a-): n times +1, then n times -1."""
+    y = np.ones(2 * n)
+    y[n:] = -1.0
+    return y
 
 
 def _nu_start(hi, total):
@@ -150,8 +160,8 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def _check_common_params(self):
         if "nu" in getattr(self, "_parameter_constraints", {}):
-            self._validate_params()  # scikit-learn's checks and messages for nu (in (0, 1])
-        if "C" in self.get_params(deep=False):
+            validate_constrained_params(self)  # scikit-learn's checks and messages for nu (in (0, 1])
+        if "C" in init_params(type(self)):
             C = self.C
             if not isinstance(C, numbers.Real) or isinstance(C, bool) or np.isnan(C) or C <= 0:
                 raise ValueError(f"C must be a number > 0 (inf: a hard margin), got {C!r}")
@@ -273,17 +283,22 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             return KernelSpec("precomputed")
         return KernelSpec(self._kernel_name(), self._gamma, self.coef0, self.degree)
 
-    def _validate_fit_input(self, X, y, y_numeric=False):
-        """X and y for fit, and the raw inputs of a callable kernel (X is then its Gram matrix)."""
+    def _validate_fit_input(self, X, y, y_numeric=False, *, targets=True):
+        """X and y for fit, and the raw inputs of a callable kernel (X is then its Gram matrix).
+        ``targets`` False: a fit without targets (OneClassSVM), X alone is validated (y is None)."""
         if sp.issparse(X) and self.kernel == "precomputed":
             raise TypeError("Sparse precomputed kernels are not supported.")
         inputs = None
         if callable(self.kernel):
-            check_consistent_length(X, y)
+            if targets:
+                check_consistent_length(X, y)
             inputs, X = X, callable_gram(self.kernel, X, X)
-            y = column_or_1d(y, warn=True)
-            if y_numeric:
-                y = np.asarray(y, dtype=np.float64)
+            if targets:
+                y = column_or_1d(y, warn=True)
+                if y_numeric:
+                    y = np.asarray(y, dtype=np.float64)
+        elif not targets:
+            X = validate_data(self, X, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32], order="C")
         else:
             X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
                                  order="C", y_numeric=y_numeric)
@@ -305,7 +320,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         return sp.csr_matrix(coef) if self._sparse_fit else coef
 
     def _check_finite_model(self):
-        if not (np.all(np.isfinite(self._dual_coef)) and np.all(np.isfinite(self._intercept))):
+        if not (np.isfinite(self._dual_coef).all() and np.isfinite(self._intercept).all()):
             raise ValueError(_NONFINITE_MODEL)
 
     @property
@@ -425,8 +440,6 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
 
     def _class_weights(self, y_enc):
         """class_weight_ as scikit-learn keeps it: the weight of every class (ones for None)."""
-        from sklearn.utils.class_weight import compute_class_weight
-
         if self.class_weight is None:
             return np.ones(len(self.classes_))
         return compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_enc])
@@ -447,8 +460,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         t0 = time.perf_counter()
         threads = self._check_params()
         X, y, inputs = self._validate_fit_input(X, y)
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        self.classes_, y_enc = class_labels(y)
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         self.class_weight_ = self._class_weights(y_enc)
@@ -1048,7 +1060,7 @@ class SVR(_BaseSVR):
         """The eps-SVR dual: linear term (eps - z, eps + z), box [0, C_i], a = 0 to start."""
         n = len(z)
         eps = float(self.epsilon)
-        return DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[eps - z, eps + z], hi=np.r_[Ci, Ci],
+        return DualProblem(y=_plus_minus(n), p=np.concatenate((eps - z, eps + z)), hi=np.concatenate((Ci, Ci)),
                            kind="eps_svr")
 
 
@@ -1123,8 +1135,8 @@ class NuSVR(_BaseSVR):
         C nu sum(w) / 2 (solve_nu_svr)."""
         start = _nu_start(Ci, self.nu * Ci.sum() / 2)
         n = len(z)
-        return DualProblem(y=np.r_[np.ones(n), -np.ones(n)], p=np.r_[-z, z], hi=np.r_[Ci, Ci], kind="eps_svr",
-                           start=np.r_[start, start], nu=True)
+        return DualProblem(y=_plus_minus(n), p=np.concatenate((-z, z)), hi=np.concatenate((Ci, Ci)), kind="eps_svr",
+                           start=np.concatenate((start, start)), nu=True)
 
 
 class OneClassSVM(OutlierMixin, _BaseSMO):
@@ -1199,7 +1211,7 @@ class OneClassSVM(OutlierMixin, _BaseSMO):
             return self
         t0 = time.perf_counter()
         threads = self._check_common_params()
-        X, _, inputs = self._validate_fit_input(X, np.ones(_num_samples(X)))
+        X, _, inputs = self._validate_fit_input(X, None, targets=False)  # (no labels to check: 0.3 of 1.5 ms)
         n = X.shape[0]
         w = per_sample_bounds(1.0, np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
         problem = DualProblem(y=np.ones(n), p=np.zeros(n), hi=w, start=_nu_start(w, self.nu * w.sum()))
