@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core
 from ._base import KERNELS, core_matrix, engine_storage, run_parallel
