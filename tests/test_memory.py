@@ -12,7 +12,8 @@ import sparsekernel._memory as memory
 from sparsekernel import (NSSVC, SLMC, SVC, SVR, InsufficientMemoryError, KernelLogisticRegression,
                           SparseKernelLogisticRegression, SparseKFD)
 
-X3, Y3 = make_classification(n_samples=3000, n_features=10, n_informative=6, n_classes=3, random_state=0)
+# 20 features: each pair problem (2,000 rows) is large enough to be solved beside another (problem_workers)
+X3, Y3 = make_classification(n_samples=3000, n_features=20, n_informative=6, n_classes=3, random_state=0)
 
 
 @pytest.mark.parametrize("cls", [SVC, KernelLogisticRegression])
