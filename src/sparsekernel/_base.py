@@ -4,6 +4,7 @@ prediction."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import inspect
@@ -13,6 +14,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import joblib
@@ -400,6 +402,14 @@ class KernelEvaluator:
         self.degree = degree
         self.n_jobs = n_jobs
 
+    def needs_core(self, X, B):
+        """Whether the blocks K(X, B) read B through its C++ view (``B_core``): without B as an array,
+        for the kernels not computed from BLAS products, and for sparse input with few features (the
+        dot products from the C++ rows); not for the fused dense pass (``decision``)."""
+        if B is None or self.kernel not in _GEMM_KERNELS:
+            return True
+        return (sp.issparse(X) or sp.issparse(B)) and X.shape[1] < _SPARSE_GEMM_MIN_FEATURES
+
     def __call__(self, X, B_core, B=None, B_sqnorms=None):
         if B is not None and self.kernel in _GEMM_KERNELS:
             return self._gemm(X, B, B_sqnorms, B_core)
@@ -454,8 +464,11 @@ class KernelEvaluator:
         return out
 
     def chunks(self, X, B_core, n_b, B=None):
-        """Yield (slice, K(X[slice], B)) over row chunks of X."""
+        """Yield (slice, K(X[slice], B)) over row chunks of X (``B_core`` None: made here when needed,
+        once for all the chunks)."""
         step = max(1, _PREDICT_CHUNK_ENTRIES // max(1, n_b))
+        if B_core is None and B is not None and self.needs_core(X, B):
+            B_core = core_matrix(B)
         B_sqnorms = _row_sqnorms(B) if B is not None and self.kernel == "rbf" else None
         for start in range(0, X.shape[0], step):
             sl = slice(start, min(X.shape[0], start + step))
@@ -524,15 +537,42 @@ class DaskDispatchMixin:
                 setattr(cls, name, _dask_dispatching(raw))
 
 
+# ------------------------------------------------------------------- C++ objects kept between calls
+# The objects that keep an object of the C++ core from one call to the next -- a fitted model's view
+# of its support vectors, the engine sessions (row caches) of an estimator's own warm starts -- by
+# weak reference. At interpreter exit (atexit: before the modules are torn down) each still alive
+# drops it (``_release_core()``). An object can outlive the teardown: kept by ``gc.callbacks``
+# (hypothesis's timing hook keeps a pytest session's collected items, and with them the estimators
+# of its ``parametrize`` lists), by a reference cycle through a C extension, by a daemon thread; any
+# core object it still held then is what nanobind reports as leaked at exit.
+_CORE_KEEPERS = weakref.WeakSet()
+
+
+def release_at_exit(obj):
+    """Have ``obj._release_core()`` drop the C++ core objects ``obj`` keeps, at interpreter exit if
+    ``obj`` is alive then (registered once per object; no reference to it is kept)."""
+    _CORE_KEEPERS.add(obj)
+
+
+@atexit.register
+def _release_core_objects():
+    for obj in list(_CORE_KEEPERS):  # (atexit: after the non-daemon threads are joined)
+        obj._release_core()
+
+
 class KernelModelMixin(DaskDispatchMixin):
     """What every kernel-expansion estimator shares: input checks for dense / CSR / precomputed X,
     the kernel between new points and the stored expansion vectors, pickling and tags.
 
     The estimator sets ``kernel``, ``gamma``-derived ``_gamma``, ``coef0``, ``degree``, ``n_jobs``,
-    ``shape_fit_``, ``support_`` and ``support_vectors_`` (and ``_sv_core``) through
-    ``_set_support_vectors``. A callable kernel (SVC, SVR) is fitted as a precomputed one on its
-    Gram matrix; prediction calls it between the new points and the training inputs (as
-    scikit-learn does: a user's kernel may assume it) and keeps the support vectors' columns.
+    ``shape_fit_``, ``support_`` and ``support_vectors_`` through ``_set_support_vectors``. A
+    callable kernel (SVC, SVR) is fitted as a precomputed one on its Gram matrix; prediction calls
+    it between the new points and the training inputs (as scikit-learn does: a user's kernel may
+    assume it) and keeps the support vectors' columns.
+
+    The C++ core's view of the support vectors (``_sv_view``) is made by the first prediction that
+    reads it and kept for the next ones (it computes the rows' norms: O(nnz) per view); it is not
+    pickled, and it is dropped at interpreter exit (``release_at_exit``).
     """
 
     def _kernel_matrix_input(self):
@@ -540,16 +580,29 @@ class KernelModelMixin(DaskDispatchMixin):
         return callable(self.kernel) or self.kernel == "precomputed"
 
     def _set_support_vectors(self, X, support, inputs=None):
-        """Keep X[support] and its view for the C++ core (nothing for a kernel matrix; for a callable
-        kernel, the training inputs it is called against at prediction)."""
-        self._sv_core = None
+        """Keep X[support] (nothing for a kernel matrix; for a callable kernel, the training inputs
+        it is called against at prediction)."""
+        self._release_core()
         if self._kernel_matrix_input():
             self.support_vectors_ = np.empty((0, 0), dtype=np.float64)
             if callable(self.kernel):  # all of them: a user's kernel may expect the training set (scikit-learn does so)
                 self._fit_inputs = inputs
         else:
             self.support_vectors_ = X[support]
-            self._sv_core = core_matrix(self.support_vectors_)
+
+    def _sv_view(self):
+        """The C++ core's view of ``support_vectors_`` (no copy of the values), kept for the next
+        prediction while ``support_vectors_`` is the same array."""
+        kept = self.__dict__.get("_sv_core")
+        if kept is not None and kept[0] is self.support_vectors_:
+            return kept[1]
+        view = core_matrix(self.support_vectors_)
+        self._sv_core = (self.support_vectors_, view)
+        release_at_exit(self)
+        return view
+
+    def _release_core(self):
+        self.__dict__.pop("_sv_core", None)
 
     def _accept_sparse(self):
         return False if self.kernel == "precomputed" else "csr"
@@ -584,7 +637,8 @@ class KernelModelMixin(DaskDispatchMixin):
             ((_, K),) = self._kernel_chunks(self._validate_X(X))
             return K @ coef.T + intercept
         X = self._validate_X(X, ensure_all_finite=False)
-        return self._evaluator().decision(X, self.support_vectors_, self._sv_core, coef, intercept)
+        ev, B = self._evaluator(), self.support_vectors_
+        return ev.decision(X, B, self._sv_view() if ev.needs_core(X, B) else None, coef, intercept)
 
     def _kernel_chunks(self, X):
         """Yield (slice, K(X[slice], support vectors)) in row chunks of bounded memory (X validated)."""
@@ -594,17 +648,16 @@ class KernelModelMixin(DaskDispatchMixin):
         if self.kernel == "precomputed":
             yield slice(0, X.shape[0]), np.asarray(X, dtype=np.float64)[:, self.support_]
             return
-        yield from self._evaluator().chunks(X, self._sv_core, len(self.support_), self.support_vectors_)
+        ev, B = self._evaluator(), self.support_vectors_
+        yield from ev.chunks(X, self._sv_view() if ev.needs_core(X, B) else None, len(self.support_), B)
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_sv_core", None)  # a view of C++ memory: rebuilt on load
+        state.pop("_sv_core", None)  # a view of C++ memory: made again by the first prediction
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if "support_vectors_" in state and not self._kernel_matrix_input():
-            self._sv_core = core_matrix(self.support_vectors_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -19,14 +19,13 @@ shared between folds and the search's deadline. A fit without it sees nothing of
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from functools import cached_property
 
 import numpy as np
 
 from . import _core
 from ._base import KERNELS, core_matrix, engine_storage, run_parallel
 from ._dc import solve_in_memory
-from ._warm import DualState, PathStore, data_fingerprint, search_store, warm_point
+from ._warm import DualState, data_fingerprint, own_store, search_store, warm_point
 
 # the kinds of dual problem: one variable per point, or eps-SVR's two (a+ and a-) per point
 KINDS = {"binary": 0, "eps_svr": 1}
@@ -54,9 +53,11 @@ class KernelSpec:
     def code(self):
         return KERNELS[self.name]
 
-    @cached_property
+    @property
     def core(self):
-        """The kernel as the C++ core takes it."""
+        """The kernel as the C++ core takes it, made per call (about a microsecond): a KernelSpec is a
+        value kept by warm-start states, search stores and module constants (``_expansion._LINEAR``),
+        and keeps no object of the C++ core."""
         return _core.KernelParams(self.code, self.gamma, self.coef0, self.degree)
 
     def __getstate__(self):
@@ -359,7 +360,7 @@ def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
     if bool(getattr(estimator, "warm_start", False)):
         own = estimator.__dict__.get("_warm_store")
         if own is None:
-            own = estimator._warm_store = PathStore()
+            own = estimator._warm_store = own_store()
         key = data_fingerprint(X, y, sample_weight)
         own.keep_only(key)
         return FitWarmth(own, key)

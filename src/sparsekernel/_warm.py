@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._base import release_at_exit
+
 
 def data_fingerprint(X, y, sample_weight=None):
     """A digest of a fit's training data (X's values and sparsity structure, the index dtypes of CSR
@@ -380,6 +382,12 @@ class PathStore:
         self.deadline = None
         return stats
 
+    def _release_core(self):
+        """Free the engine sessions (their row caches, the objects of the C++ core this store keeps
+        between fits); the warm-start states stay. Called at interpreter exit (``release_at_exit``)."""
+        with self._lock:
+            self._sessions.clear()
+
     def clear(self):
         """Free every state, session and shared row store."""
         with self._lock:
@@ -392,6 +400,15 @@ class PathStore:
             self.prefitted = {}
             self._steps = {}
             self._owned = {}
+
+
+def own_store():
+    """A new PathStore for an estimator's own warm starts (``warm_start=True``). It keeps its engine
+    sessions (C++ row caches, with their views of X) with the estimator between fits, as warm_start
+    promises, until the interpreter exits (``_base.release_at_exit``)."""
+    store = PathStore()
+    release_at_exit(store)
+    return store
 
 
 class FoldSteps:

@@ -12,7 +12,8 @@ loaded estimator predicts bit for bit as the saved one.
 The stored attributes are those of the estimator's pickled state (``__getstate__``) that are
 arrays, sparse matrices, scalars, strings, tuples of scalars or lists of arrays; anything else
 (e.g. the per-problem ``solver_stats_`` dicts) is left out and named in the header's ``skipped``.
-The estimator is rebuilt by its constructor and ``__setstate__`` (which rebuilds the C++ views).
+The estimator is rebuilt by its constructor and ``__setstate__`` (its view for the C++ core is made
+by its first prediction).
 
 A Pipeline of StandardScaler steps and one of the estimators (the features standardised inside
 the model) is stored as its last step plus the header's ``pipeline`` (step names, each scaler's

@@ -465,7 +465,6 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         else:  # k-means centres or refined points: not training samples
             self.support_ = np.empty(0, dtype=np.int32)
             self.support_vectors_ = Z
-            self._sv_core = core_matrix(Z)
         self.dual_coef_ = np.vstack([st["w"][:-1] for st in states])
         self.intercept_ = np.array([st["w"][-1] for st in states])
         self.n_expansion_ = self.dual_coef_.shape[1]

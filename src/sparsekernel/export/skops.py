@@ -2,8 +2,9 @@
 
 skops stores an object as its ``__getstate__`` and rebuilds it with ``__setstate__``, so the
 estimators go through the same hooks as pickle: the view of the support vectors for the C++ core
-(``_sv_core``) is dropped on save and rebuilt on load. Loading runs no pickle code; it only
-constructs the types the caller trusts, which :func:`trusted_types` lists.
+(``_sv_core``, kept by a model after its first prediction) is left out on save and made again by
+the loaded model's first prediction. Loading runs no pickle code; it only constructs the types the
+caller trusts, which :func:`trusted_types` lists.
 """
 
 from __future__ import annotations
