@@ -678,16 +678,9 @@ def parse_args(argv=None):
                    help="fit a system at every C even after it ran past the cap at a smaller C of the set "
                         "(default: not refitted, reported as capped)")
     p.add_argument("--skip-systems", type=csv_list(str, SYSTEMS), default=[], help="of sklearn,intelex")
-    p.add_argument("--force", action="store_true", help="redo cells already stored")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test (large_c_quick.*): a9a and smooth8, C 10 and 1000, 1000 rows, cap 10 s")
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="data directory (default: $SPARSEKERNEL_DATA or /work/shared/data)")
+    _args.add_store_options(p, "smoke test (large_c_quick.*): a9a and smooth8, C 10 and 1000, 1000 rows, cap 10 s")
     args = p.parse_args(argv)
-    try:
-        args.cores = {int(c) for c in args.cores.split(",") if c.strip()}
-    except ValueError:
-        p.error(f"bad --cores {args.cores!r}")
+    args.cores = _args.parse_cores(p, args.cores)
     defaults = dict(sets=list(SETS), C=list(C_VALUES), max_train=DEFAULT_MAX_TRAIN, n_generated=DEFAULT_N_GENERATED,
                     cap=DEFAULT_CAP, repeats=DEFAULT_REPEATS, peer_repeats=DEFAULT_PEER_REPEATS)
     for k, v in defaults.items():

@@ -454,16 +454,9 @@ def parse_args(argv=None):
     p.add_argument("--max-repeats", type=int, default=None, help=f"fits per variant and cell at most (default "
                                                                    f"{DEFAULT_MAX_REPEATS})")
     p.add_argument("--skip", type=csv_list(str, ("sklearn",)), default=[], help="sklearn: no scikit-learn fits")
-    p.add_argument("--force", action="store_true", help="redo cells already stored")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke test (small_quick.*): iris, diabetes, digits; 1 s per variant and cell")
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="data directory (default: $SPARSEKERNEL_DATA or /work/shared/data)")
+    _args.add_store_options(p, "smoke test (small_quick.*): iris, diabetes, digits; 1 s per variant and cell")
     args = p.parse_args(argv)
-    try:
-        args.cores = {int(c) for c in args.cores.split(",") if c.strip()}
-    except ValueError:
-        p.error(f"bad --cores {args.cores!r}")
+    args.cores = _args.parse_cores(p, args.cores)
     if not args.cores:
         p.error("--cores is empty")
     if args.busy_core is None:
