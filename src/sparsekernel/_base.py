@@ -217,24 +217,14 @@ def engine_storage(X, kernel="rbf", threads=1):
     return X if csr is None else csr
 
 
-# rows of X per block of the C++ count and copy (dense_as_csr's kRows): more threads than blocks idle
-_DENSE_AS_CSR_ROWS = 256
-# entries of X per thread of that pass (about 0.3 ms of counting each): a thread costs its start, and
-# on a busy machine the wait for a core (7 ms a fit of breast_cancer, 569 x 30, on two threads)
-_DENSE_AS_CSR_ENTRIES_PER_THREAD = 1 << 18
-
-
 def _sparse_copy(X, shift, threads, max_density=_SPARSE_ENGINE_DENSITY):
     """Dense X - shift (shift None: X) as CSR when at most max_density of its entries are nonzero,
-    else None. The C++ pass shares blocks of _DENSE_AS_CSR_ROWS rows between its threads: it is
-    given no more threads than blocks, nor than _DENSE_AS_CSR_ENTRIES_PER_THREAD entries pay for
-    (small X: one thread; the result does not depend on the count)."""
+    else None. The C++ pass takes threads only where its work pays for them (chunks_for); the
+    result does not depend on their count."""
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     shift = None if shift is None else core_array(shift, np.float64)
-    threads = max(1, min(int(threads), -(-X.shape[0] // _DENSE_AS_CSR_ROWS),
-                         -(-X.size // _DENSE_AS_CSR_ENTRIES_PER_THREAD)))
-    parts = _core.dense_as_csr(core_array(X), shift, float(max_density), threads)
+    parts = _core.dense_as_csr(core_array(X), shift, float(max_density), max(1, int(threads)))
     if parts is None:
         return None
     indptr, indices, values = parts
