@@ -432,8 +432,15 @@ SK_MULTIVERSION void l1_correction(double* __restrict acc, const double* __restr
 }
 
 // out[cc] += sum_{r < q} w[r] tile[r * rs + cc * cs] for cc < nw, the sum over r in order (the
-// same order for either layout)
-SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t rs, int64_t cs, int64_t nw,
+// same order for either layout); kFloatValues: each kernel value rounded to float32 first, as the
+// solver's cached rows hold it
+template <bool kFloatValues>
+[[gnu::always_inline]] inline double tile_value(double v) {
+    if constexpr (kFloatValues) return double(static_cast<float>(v));
+    return v;
+}
+template <bool kFloatValues>
+[[gnu::always_inline]] inline void weighted_columns_body(const double* __restrict tile, int64_t q, int64_t rs, int64_t cs, int64_t nw,
                                       const double* __restrict w, double* __restrict out) {
     if (cs == 1) {  // row-major: each row adds to all nw sums at once (vectorised over cc)
         double s[64];
@@ -443,7 +450,7 @@ SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, 
             for (int64_t r = 0; r < q; ++r) {
                 const double wr = w[r];
                 const double* row = tile + r * rs + c0;
-                for (int64_t cc = 0; cc < n; ++cc) s[cc] += wr * row[cc];
+                for (int64_t cc = 0; cc < n; ++cc) s[cc] += wr * tile_value<kFloatValues>(row[cc]);
             }
             for (int64_t cc = 0; cc < n; ++cc) out[c0 + cc] += s[cc];
         }
@@ -452,9 +459,14 @@ SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, 
     for (int64_t cc = 0; cc < nw; ++cc) {
         const double* col = tile + cc * cs;
         double s = 0;
-        for (int64_t r = 0; r < q; ++r) s += w[r] * col[r * rs];
+        for (int64_t r = 0; r < q; ++r) s += w[r] * tile_value<kFloatValues>(col[r * rs]);
         out[cc] += s;
     }
+}
+SK_MULTIVERSION void weighted_columns(const double* __restrict tile, int64_t q, int64_t rs, int64_t cs, int64_t nw,
+                                      const double* __restrict w, double* __restrict out, bool float_values) {
+    if (float_values) weighted_columns_body<true>(tile, q, rs, cs, nw, w, out);
+    else weighted_columns_body<false>(tile, q, rs, cs, nw, w, out);
 }
 
 // Fused kernel-vector products of the exp kernels on dense data, in float32: out[t] += sum_r w_r
@@ -662,19 +674,22 @@ bool Kernel::single_sums() const {
 }
 
 void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                          double* out, int nthreads, double* err) const {
+                          double* out, int nthreads, double* err, bool float_values) const {
     if (q <= 0 || m <= 0) return;
     if (p_.type == KernelType::precomputed) {
         for (int64_t r = 0; r < q; ++r) {
             const double* arow = A_.dense + int64_t(rows[r]) * A_.d;
-            for (int64_t t = 0; t < m; ++t) out[t] += w[r] * arow[cols ? cols[t] : t];
+            for (int64_t t = 0; t < m; ++t) {
+                const double v = arow[cols ? cols[t] : t];
+                out[t] += w[r] * (float_values ? tile_value<true>(v) : v);
+            }
         }
         return;
     }
     const int64_t qh = max_block_rows(A_.d);
     if (q > qh) {
         for (int64_t r0 = 0; r0 < q; r0 += qh)
-            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads, err);
+            weighted_sum(rows + r0, w + r0, std::min(qh, q - r0), cols, m, out, nthreads, err, float_values);
         return;
     }
     if (err && single_sums()) {
@@ -683,7 +698,7 @@ void Kernel::weighted_sum(const int32_t* rows, const double* w, int64_t q, const
     }
     // the tile is consumed where it was computed: nothing of size q x m is ever written
     for_block_tiles(rows, q, cols, m, nthreads, [&](int64_t t0, int64_t nw, Tile tile) {
-        weighted_columns(tile.v, q, tile.row_step, tile.col_step, nw, w, out + t0);
+        weighted_columns(tile.v, q, tile.row_step, tile.col_step, nw, w, out + t0, float_values);
     });
 }
 

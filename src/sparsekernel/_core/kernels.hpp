@@ -69,8 +69,12 @@ public:
     // warm start's gradient), in double. With err (and single_sums()), the exp kernels on dense data
     // run fused in float32 (fused_weighted_sum, 2.6x faster) and err[t] += a bound on |the float32
     // sum - the exact one|: u (c0 + d + x) sum_r |w_r| K_rt (1 + gamma m_rt), see fused_weighted_sum.
+    // float_values (the double route only): each kernel value rounded to float32 before it is
+    // weighted, as the SMO solver's cached rows hold it, so that a gradient rebuilt from a agrees
+    // with the one the steps update through those rows (mixing the two broke the cancellation of
+    // duplicate points with opposite labels at large C: a9a at C = 1e5, float64 gap 0.04).
     void weighted_sum(const int32_t* rows, const double* w, int64_t q, const int32_t* cols, int64_t m,
-                      double* out, int nthreads, double* err = nullptr) const;
+                      double* out, int nthreads, double* err = nullptr, bool float_values = false) const;
     // whether weighted_sum can run in float32 (dense data, rbf or laplacian)
     bool single_sums() const;
 

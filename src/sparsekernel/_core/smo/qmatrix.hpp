@@ -118,8 +118,11 @@ public:
     }
 
     // out[t - begin] += sum_r coef[r] Q(idx[r], t) for t in [begin, end): the kernel-vector product
-    // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum). With err (and
-    // single_sums()), in float32, err[t - begin] += the bound on its error.
+    // y_t sum_r (coef_r y_r) K(x_r, x_t), without storing rows (Kernel::weighted_sum), each value
+    // rounded to float32 as the rows hold it: the gradient the solver rebuilds from a (start, G_bar,
+    // reconstruction, stall guard) is then the one its steps update through the rows, exact for the
+    // float32-rounded kernel as LIBSVM's. With err (and single_sums()), in float32, err[t - begin]
+    // += the bound on its error.
     void accumulate(const int64_t* idx, const double* coef, int64_t q, int64_t begin, int64_t end, double* out,
                     double* err = nullptr) {
         if (shared_) {
@@ -134,7 +137,7 @@ public:
         }
         for (int64_t t = begin; t < end; ++t) cols[t - begin] = precomputed() ? perm_[t] : int32_t(t);
         kernel_->weighted_sum(rows.data(), w.data(), q, cols.data(), end - begin, sum.data(), nthreads_,
-                              single_sums() ? err : nullptr);
+                              single_sums() ? err : nullptr, /*float_values=*/true);
         kernel_evals += q * (end - begin);
         for (int64_t t = begin; t < end; ++t) out[t - begin] += y_[t] * sum[t - begin];
     }
