@@ -154,7 +154,7 @@ def run_one(name, data, repeats):
             out["logloss"] = float(log_loss(yte, model.predict_proba(Xte), labels=np.unique(ytr)))
     last = model.steps[-1][1]
     if hasattr(last, "C_"):
-        out["C"] = float(last.C_)
+        out["C"] = float(np.ravel(last.C_)[0])  # (LogisticRegressionCV: one per class)
     if hasattr(last, "lam_"):
         out["lam"] = float(last.lam_)
     return out

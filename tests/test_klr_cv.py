@@ -90,7 +90,7 @@ def test_sparse_klr_cv_picks_the_smallest_near_best_model():
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     Cs = [1.0, 30.0, 1000.0]
     for tol in (0.0, 0.02, 0.5):
-        model = SparseKernelLogisticRegressionCV(Cs=Cs, cv=cv, size_tolerance=tol).fit(X, y)
+        model = SparseKernelLogisticRegressionCV(Cs=Cs, cv=cv, size_tolerance=tol, max_kept=None).fit(X, y)
         score = model.cv_results_["mean_test_score"]
         kept = model.kept_.mean(axis=0)
         near = score >= score.max() - tol * abs(score.max())
@@ -103,6 +103,43 @@ def test_sparse_klr_cv_picks_the_smallest_near_best_model():
     # a loose tolerance buys a sparse model here (C = 1000 drops most points)
     assert kept[model.best_index_] < 0.5
     assert model.estimator_.n_expansion_ < 0.5 * len(y)
+
+
+@pytest.mark.parametrize("max_kept", [0.3, 0.6, 150])
+def test_sparse_klr_cv_keeps_within_its_budget(max_kept):
+    """max_kept (a share or a number of points): the chosen candidate is the near-best smallest among
+    those whose fold models keep at most the budget, and the refitted model keeps about as many."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    model = SparseKernelLogisticRegressionCV(Cs=[1.0, 30.0, 300.0, 3000.0], cv=cv, max_kept=max_kept,
+                                             size_tolerance=0.0).fit(X, y)
+    budget = max_kept if isinstance(max_kept, float) else max_kept / len(y)
+    kept = np.asarray(model.cv_results_["mean_test_kept"])
+    score = np.asarray(model.cv_results_["mean_test_score"])
+    within = kept <= budget
+    assert within.any()
+    assert within[model.best_index_] and score[model.best_index_] == score[within].max()
+    assert model.estimator_.n_expansion_ <= 1.2 * budget * len(y)
+
+
+def test_sparse_klr_cv_warns_when_no_model_meets_the_budget():
+    X, y = _data(200)
+    with pytest.warns(UserWarning, match="max_kept"):
+        model = SparseKernelLogisticRegressionCV(Cs=[0.1, 1.0], cv=3, max_kept=0.01).fit(X, y)
+    kept = np.asarray(model.cv_results_["mean_test_kept"])
+    assert kept[model.best_index_] == kept.min()
+
+
+def test_sparse_klr_cv_on_the_shared_basis_keeps_max_kept():
+    """On the compact route the model is an expansion over at most max_kept of the points."""
+    X, y = _data(600)
+    model = SparseKernelLogisticRegressionCV(Cs=[0.3, 3.0, 30.0], cv=3, solver="nystrom", max_kept=0.1,
+                                             random_state=0).fit(X, y)
+    assert model.estimator_.solver_ == "nystrom" and model.estimator_.n_expansion_ == 60
+    assert model.lam_ == 0.0 and model.estimator_.lam_ == 0.0
+    assert np.allclose(model.kept_, 60 / 400)
+    assert model.score(X, y) > 0.8
 
 
 def test_sparse_klr_cv_with_a_lam_grid():
@@ -132,7 +169,8 @@ def test_bad_parameters_raise(params, match):
 
 
 @pytest.mark.parametrize("params, match", [({"size_tolerance": -0.1}, "size_tolerance"), ({"lams": "x"}, "lams"),
-                                           ({"lams": [-1.0]}, "lams")])
+                                           ({"lams": [-1.0]}, "lams"), ({"max_kept": 0.0}, "max_kept"),
+                                           ({"max_kept": 1.5}, "max_kept"), ({"max_kept": "all"}, "max_kept")])
 def test_bad_sparse_parameters_raise(params, match):
     X, y = _data(60)
     with pytest.raises(ValueError, match=match):
@@ -174,3 +212,70 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+def _compact_reference(Kxz, Kzz, y, C, lam=0.0):
+    """(P_M) solved here in float64 by L-BFGS: min 1/2 beta'K_ZZ beta + C sum log(1 + exp(lam - y f)),
+    f = K_XZ beta + b; returns (beta, b)."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    M = Kzz.shape[0]
+
+    def fun(w):
+        beta, b = w[:M], w[M]
+        z = lam - y * (Kxz @ beta + b)
+        r = -C * y * expit(z)
+        Kb = Kzz @ beta
+        return 0.5 * beta @ Kb + C * np.logaddexp(0.0, z).sum(), np.append(Kb + Kxz.T @ r, r.sum())
+
+    w = minimize(fun, np.zeros(M + 1), jac=True, method="L-BFGS-B",
+                 options={"maxiter": 20000, "gtol": 1e-10, "ftol": 1e-15}).x
+    return w[:M], w[M]
+
+
+def test_shared_basis_search_matches_an_independent_solve_per_fold():
+    """On the compact route the search fits every fold and C on one basis (its points: the refitted
+    model's support vectors); each fold's score is the held-out log-loss of the (P_M) optimum on that
+    basis, solved here in float64 by L-BFGS, and the refitted model is the optimum on all rows."""
+    from sklearn.metrics import log_loss
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = _data(400)
+    Cs = [0.3, 3.0, 30.0]
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    model = KernelLogisticRegressionCV(Cs=Cs, cv=cv, patience=None, solver="nystrom", n_components=60, tol=1e-7,
+                                       random_state=0).fit(X, y)
+    est = model.estimator_
+    assert est.solver_ == "nystrom" and est.n_expansion_ == 60
+    Z = X[est.support_]
+    gamma = model.gamma_
+    yy = np.where(y == model.classes_[1], 1.0, -1.0)
+    Kzz = rbf_kernel(Z, Z, gamma=gamma)
+    for k, (train, test) in enumerate(cv.split(X, y)):
+        for c, C in enumerate(Cs):
+            beta, b = _compact_reference(rbf_kernel(X[train], Z, gamma=gamma), Kzz, yy[train], C)
+            p = 1.0 / (1.0 + np.exp(-(rbf_kernel(X[test], Z, gamma=gamma) @ beta + b)))
+            assert model.scores_[k, c] == pytest.approx(-log_loss(y[test], p), rel=1e-4)
+    beta, b = _compact_reference(rbf_kernel(X, Z, gamma=gamma), Kzz, yy, model.C_)
+    np.testing.assert_allclose(est.decision_function(X), rbf_kernel(X, Z, gamma=gamma) @ beta + b, atol=1e-3)
+    assert model.C_ == Cs[int(np.argmax(model.scores_.mean(axis=0)))]
+
+
+def test_shared_basis_search_multiclass_weights_and_stop():
+    """One-vs-rest problems, sample weights (a zero weight drops a row from the fits) and the
+    patience stop on the shared-basis route: the fitted values of C are a prefix of the grid and the
+    model predicts every class."""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X[:600])
+    y = y[:600]
+    w = np.ones(len(y))
+    w[::7] = 0.0
+    model = KernelLogisticRegressionCV(Cs=[0.1, 1.0, 10.0, 100.0, 1000.0], cv=3, solver="nystrom", n_components=150,
+                                       random_state=0).fit(X, y, sample_weight=w)
+    fitted = len(model.cv_results_["params"])
+    assert 2 <= fitted <= 5
+    np.testing.assert_array_equal([p["C"] for p in model.cv_results_["params"]], [0.1, 1.0, 10.0, 100.0, 1000.0][:fitted])
+    assert model.estimator_.dual_coef_.shape == (10, 150)
+    assert not np.isin(model.estimator_.support_, np.flatnonzero(w == 0)).any()
+    assert model.score(X, y) > 0.9

@@ -46,8 +46,11 @@ _FILL_CHUNK_ENTRIES = 1 << 20
 # the Newton steps stop when the estimated suboptimality g'P^-1 g / 2 is below this x tol x J
 _TOL_SCALE = 1e-3
 _ARMIJO = 1e-4
-# the preconditioner is rebuilt (at the current curvature D) after a CG solve longer than this
-_CG_REFRESH = 4
+# the largest change of a decision value in one Newton step, beyond lam (newton_compact)
+_MAX_STEP_F = 10.0
+# the preconditioner is rebuilt (at the current curvature D) when the last CG solve cost more than
+# an update: a CG step's flops count this many times (newton_compact)
+_CG_STEP_WEIGHT = 3.0
 # basis points whose residual variance given the others is below this x max K(z, z) are dropped
 _INDEPENDENCE = 1e-9
 # n_components='auto': the basis starts at AUTO_START points and doubles while a doubling lowers J by
@@ -62,26 +65,53 @@ def _log1pexp(z):
 
 
 # ---------------------------------------------------------------------------------- the design matrix
+_POOL = {"threads": 0, "pool": None}
+
+
+def _block_pool(threads):
+    """The threads of DesignMatrix's block products (one pool for the process, grown on demand)."""
+    if _POOL["threads"] < threads:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if _POOL["pool"] is not None:
+            _POOL["pool"].shutdown(wait=False)
+        _POOL["pool"], _POOL["threads"] = ThreadPoolExecutor(threads, thread_name_prefix="sparsekernel-blocks"), threads
+    return _POOL["pool"]
+
+
 class DesignMatrix:
     """A = [K(X, Z), 1] of (P_M) over a kernel block K (N x m) held elsewhere: float64, or float32 when
     float64 would not fit the memory budget (the products that decide convergence still accumulate
     in float64 per row block). The column of ones is implicit (b is added, not stored), and ``cols``
     (the independent basis points) selects columns without copying K: a dropped point's coefficient
-    is held at 0."""
+    is held at 0.
 
-    def __init__(self, K, cols=None):
+    The products take one vector or several as the columns of a matrix (``newton_columns``: the
+    problems of several folds over the same block, each pass over K serving all of them)."""
+
+    def __init__(self, K, cols=None, threads=1):
         N, m = K.shape
         self.K = K
         self.cols = None if cols is None or len(cols) == m else np.asarray(cols)
         M = m if self.cols is None else len(self.cols)
         self.shape = (N, M + 1)
         self.step = max(64, _BLOCK_BYTES // (K.itemsize * (m + 1)))
+        self.threads = int(threads)
+
+    def _map(self, fn):
+        """fn over the row blocks, in block order; on ``threads`` threads (each product single-threaded
+        BLAS, the GIL released inside it). The reductions over blocks run in block order after, so
+        the result does not depend on the thread count."""
+        blocks = list(self._row_blocks())
+        if self.threads <= 1 or len(blocks) < 2:
+            return [fn(sl) for sl in blocks]
+        return list(_block_pool(self.threads).map(fn, blocks))
 
     def _beta(self, w, dtype=np.float64):
         """The coefficients of every column of K (0 for the dropped ones) from w = (beta, b)."""
         if self.cols is None:
             return np.ascontiguousarray(w[:-1], dtype=dtype)
-        beta = np.zeros(self.K.shape[1], dtype=dtype)
+        beta = np.zeros((self.K.shape[1],) + w.shape[1:], dtype=dtype)
         beta[self.cols] = w[:-1]
         return beta
 
@@ -93,39 +123,47 @@ class DesignMatrix:
             yield slice(start, min(self.K.shape[0], start + self.step))
 
     def matvec(self, w):
-        """A w (length N), in float64 (float32 storage is widened block by block)."""
+        """A w (N, or N x F for F columns), in float64 (float32 storage is widened block by block)."""
         beta, K = self._beta(w), self.K
-        if K.dtype == np.float64:
+        if K.dtype == np.float64 and self.threads <= 1:
             return K @ beta + w[-1]
-        out = np.empty(K.shape[0])
-        for sl in self._row_blocks():
-            out[sl] = K[sl].astype(np.float64) @ beta
+        out = np.empty((K.shape[0],) + w.shape[1:])
+
+        def block(sl):
+            out[sl] = K[sl].astype(np.float64, copy=False) @ beta
+
+        self._map(block)
         return out + w[-1]
 
     def rmatvec(self, r):
-        """A' r (length M + 1), in float64."""
+        """A' r (M + 1, or (M + 1) x F), in float64."""
         K = self.K
-        if K.dtype == np.float64:
-            g = r @ K
+        if K.dtype == np.float64 and self.threads <= 1:
+            g = K.T @ r
         else:
-            g = np.zeros(K.shape[1])
-            for sl in self._row_blocks():
-                g += r[sl] @ K[sl].astype(np.float64)
-        return np.append(self._kept(g), r.sum())
+            g = np.zeros((K.shape[1],) + r.shape[1:])
+            for part in self._map(lambda sl: K[sl].astype(np.float64, copy=False).T @ r[sl]):
+                g += part
+        return np.concatenate([self._kept(g), r.sum(axis=0, keepdims=True)])
 
     def hessvec(self, v, D):
         """A' (D * (A v)) in one pass over K (each row block is read once, while in cache), in the
-        storage precision: CG only needs an approximate Newton direction."""
+        storage precision: CG only needs an approximate Newton direction. v: M + 1 or (M + 1) x F,
+        D: N or N x F."""
         K, dt = self.K, self.K.dtype
-        beta, b, D = self._beta(v, dt), dt.type(v[-1]), D.astype(dt)
-        out = np.zeros(K.shape[1], dtype=dt)
-        total = 0.0
-        for sl in self._row_blocks():
+        beta, b, D = self._beta(v, dt), v[-1].astype(dt), D.astype(dt)
+        out = np.zeros((K.shape[1],) + v.shape[1:], dtype=dt)
+        total = np.zeros(v.shape[1:])
+
+        def block(sl):
             Kb = K[sl]
             u = D[sl] * (Kb @ beta + b)
-            out += u @ Kb
-            total += float(u.sum(dtype=np.float64))
-        return np.append(self._kept(out.astype(np.float64)), total)
+            return Kb.T @ u, u.sum(axis=0, dtype=np.float64)
+
+        for part, tot in self._map(block):
+            out += part
+            total += tot
+        return np.concatenate([self._kept(out.astype(np.float64)), total[None]])
 
     def rows(self, idx):
         R = np.asarray(self.K[idx], dtype=np.float64)
@@ -134,11 +172,17 @@ class DesignMatrix:
 
 # ---------------------------------------------------------------------------------- Newton on (P_M)
 class CompactProblem:
-    """(P_M) for one binary problem: J, g and Hessian products at w = (beta, b)."""
+    """(P_M) at w = (beta, b): J, g and Hessian products; for one binary problem (y, C_i of length N)
+    or for F of them over the same block at once (y, C_i as N x F, w as (M + 1) x F: the folds of a
+    cross-validation, a fold's held-out rows at C_i = 0)."""
 
     def __init__(self, A, Kzz, y, Ci, lam):
         self.A, self.Kzz, self.y, self.Ci, self.lam = A, Kzz, y, Ci, float(lam)
         self.M = Kzz.shape[0]
+
+    def columns(self, idx):
+        """The problem of the columns idx (of the F problems)."""
+        return CompactProblem(self.A, self.Kzz, self.y[:, idx], self.Ci[:, idx], self.lam)
 
     def regulariser(self, v):
         """R v = (K_ZZ beta, 0)."""
@@ -147,14 +191,14 @@ class CompactProblem:
         return out
 
     def loss_terms(self, f):
-        """(sum_i C_i log(1 + exp(z_i)), s = sigma(z)) at z = lam - y f."""
+        """(sum_i C_i log(1 + exp(z_i)) per problem, s = sigma(z)) at z = lam - y f."""
         z = self.lam - self.y * f
-        return float(self.Ci @ _log1pexp(z)), expit(z)
+        return (self.Ci * _log1pexp(z)).sum(axis=0), expit(z)
 
     def objective(self, w, f):
         loss, s = self.loss_terms(f)
         Rw = self.regulariser(w)
-        return 0.5 * float(w @ Rw) + loss, s, Rw
+        return 0.5 * (w * Rw).sum(axis=0) + loss, s, Rw
 
     def gradient(self, Rw, s):
         return Rw + self.A.rmatvec(-self.Ci * self.y * s)
@@ -168,17 +212,19 @@ class CompactProblem:
 
 class SubsamplePreconditioner:
     """P = R + (N / n_s) A_S' D_S A_S + eps I on a fixed row subsample S: the Hessian with the loss
-    part estimated from n_s rows (S = every row when N is small, then P = H and CG takes one step)."""
+    part estimated from n_s rows (S = every row when N is small, then P = H and CG takes one step).
+    For several problems at once, one P at their mean curvature serves them all."""
 
     def __init__(self, problem, rows, n_total):
         self.problem, self.rows, self.scale = problem, rows, n_total / len(rows)
-        self.A_S = problem.A.rows(rows)
+        self.factor = None
         Kzz = problem.Kzz
         self.eps = 1e-10 * max(float(np.trace(Kzz)) / max(1, Kzz.shape[0]), 1e-300)
 
     def update(self, D):
         p = self.problem
-        B = self.A_S * np.sqrt(D[self.rows] * self.scale)[:, None]
+        B = p.A.rows(self.rows)  # (gathered for each update: a kept preconditioner holds its factor only)
+        B *= np.sqrt(D[self.rows] * self.scale)[:, None]
         P = B.T @ B  # (numpy runs B'B as one symmetric rank-k update)
         P[:p.M, :p.M] += p.Kzz
         eps = self.eps
@@ -197,96 +243,162 @@ class SubsamplePreconditioner:
 
 
 def pcg(hessvec, rhs, precond, rtol, maxiter):
-    """Preconditioned conjugate gradients for H x = rhs; returns (x, iterations)."""
+    """Preconditioned conjugate gradients for H_j x_j = rhs_j, the F columns j at once (each its own
+    step sizes, stopping at its own rtol_j): hessvec(V, idx) = the products of the columns idx.
+    Returns (x, iterations per column)."""
     x = np.zeros_like(rhs)
     r = rhs.copy()
     z = precond(r)
     p = z.copy()
-    rz = float(r @ z)
-    target = rtol * np.sqrt(max(rz, 0.0))
+    rz = (r * z).sum(axis=0)
+    target = rtol * np.sqrt(np.maximum(rz, 0.0))
+    iters = np.full(rhs.shape[1], maxiter)
+    live = np.arange(rhs.shape[1])
     for k in range(1, maxiter + 1):
-        Hp = hessvec(p)
-        pHp = float(p @ Hp)
-        if pHp <= 0:
+        Hp = hessvec(p[:, live], live)
+        pHp = (p[:, live] * Hp).sum(axis=0)
+        ok = (pHp > 0) & np.isfinite(pHp)  # (curvature lost to rounding or overflow: x so far)
+        iters[live[~ok]] = k - 1
+        alpha = np.where(ok, rz[live] / np.where(ok, pHp, 1.0), 0.0)
+        x[:, live] += alpha * p[:, live]
+        r[:, live] -= alpha * Hp
+        z_l = precond(r[:, live])
+        rz_new = (r[:, live] * z_l).sum(axis=0)
+        done = ok & (np.sqrt(np.maximum(rz_new, 0.0)) <= target[live])
+        iters[live[done]] = k
+        go = ok & ~done
+        p[:, live[go]] = z_l[:, go] + (rz_new[go] / rz[live[go]]) * p[:, live[go]]
+        rz[live[go]] = rz_new[go]
+        live = live[go]
+        if len(live) == 0:
             break
-        alpha = rz / pHp
-        x += alpha * p
-        r -= alpha * Hp
-        z = precond(r)
-        rz_new = float(r @ z)
-        if np.sqrt(max(rz_new, 0.0)) <= target:
-            return x, k
-        p *= rz_new / rz
-        p += z
-        rz = rz_new
-    return x, maxiter
+    return x, iters
 
 
-def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=None, deadline=None):
-    """Minimise (P_M) from w0 by preconditioned Newton-CG with an Armijo line search.
+def newton_compact(problem, w0, *, tol, max_iter, rng, n_subsample, progress=None, deadline=None,
+                   precond=None):
+    """Minimise (P_M) of one binary problem from w0: ``newton_columns`` with one column. Returns a
+    dict: w, f (= A w), objective, n_iter (Newton steps), cg_iter, decrement (the last lambda^2),
+    status (0 converged, 1 max_iter, 2 stopped by a callback, 3 time limit), precond (the
+    preconditioner, for a warm start on the same rows)."""
+    cols = CompactProblem(problem.A, problem.Kzz, problem.y[:, None], problem.Ci[:, None], problem.lam)
+    report = None if progress is None else (lambda it, dec, N: progress(it, float(dec[0]), N))
+    r = newton_columns(cols, np.asarray(w0, dtype=np.float64)[:, None], tol=tol, max_iter=max_iter, rng=rng,
+                       n_subsample=n_subsample, progress=report, deadline=deadline, precond=precond)
+    return {"w": r["w"][:, 0], "f": r["f"][:, 0], "objective": float(r["objective"][0]),
+            "n_iter": int(r["n_iter"][0]), "cg_iter": int(r["cg_iter"][0]), "decrement": float(r["decrement"][0]),
+            "status": int(r["status"][0]), "precond": r["precond"]}
 
-    Stops after a step whose Newton decrement lambda^2 = -g'd (d the CG solution of H d = -g) says
-    the suboptimality it removed, lambda^2 / 2, is below 1e-3 * tol * J (SMO's tol = 1e-3: J to
-    about 1e-6 relative). Returns a dict: w, f (= A w), objective, n_iter (Newton steps), cg_iter,
-    decrement (the last lambda^2), status (0 converged, 1 max_iter, 2 stopped by a callback,
-    3 time limit)."""
+
+def newton_columns(problem, W0, *, tol, max_iter, rng, n_subsample, progress=None, deadline=None, precond=None):
+    """Minimise (P_M) for the F problems of ``problem`` (columns) from W0 ((M + 1) x F) by
+    preconditioned Newton-CG with an Armijo line search, every problem its own steps, all of them
+    sharing each pass over the block (Hessian products as one matrix product) and one
+    preconditioner; a problem that has converged stops moving while the others go on.
+
+    A problem stops after a step whose Newton decrement lambda^2 = -g'd (d the CG solution of
+    H d = -g) says the suboptimality it removed, lambda^2 / 2, is below 1e-3 * tol * J (SMO's
+    tol = 1e-3: J to about 1e-6 relative). Returns a dict of arrays over the problems: w
+    ((M + 1) x F), f (= A w, N x F), objective, n_iter, cg_iter, decrement, status (as
+    newton_compact's), and precond (given, it is used until a CG solve says it is stale)."""
     A = problem.A
-    N = A.shape[0]
-    rows = np.arange(N) if n_subsample >= N else np.sort(rng.choice(N, n_subsample, replace=False))
-    P = SubsamplePreconditioner(problem, rows, N)
-    w = np.array(w0, dtype=np.float64)
-    f = A.matvec(w)
-    J, s, Rw = problem.objective(w, f)
-    g = problem.gradient(Rw, s)
-    g0_norm = max(float(np.linalg.norm(g)), np.finfo(float).tiny)
-    status, n_iter, cg_total, dec = 1, 0, 0, np.inf
+    N, M1 = A.shape
+    F = W0.shape[1]
+    if precond is not None and precond.factor is not None and len(precond.factor[0]) == M1:
+        P, rows = precond, precond.rows
+        P.problem = problem
+    else:
+        rows = np.arange(N) if n_subsample >= N else np.sort(rng.choice(N, n_subsample, replace=False))
+        P = SubsamplePreconditioner(problem, rows, N)
+    W = np.array(W0, dtype=np.float64)
+    Fv = A.matvec(W)
+    J, S, RW = problem.objective(W, Fv)
+    G = problem.gradient(RW, S)
+    g0_norm = np.maximum(np.linalg.norm(G, axis=0), np.finfo(float).tiny)
+    status = np.ones(F, dtype=np.int64)
+    n_iter, cg_total = np.zeros(F, dtype=np.int64), np.zeros(F, dtype=np.int64)
+    dec = np.full(F, np.inf)
     limit = max_iter if max_iter > 0 else 1000
-    cg_last = np.inf
-    while n_iter < limit:
+    cg_last = np.inf if P.factor is None else 0.0
+    # the preconditioner's update (n_s M^2 + M^3 / 3 flops, compute-bound) against a CG step (a
+    # Hessian product, 4 N M flops reading the block twice: memory-bound, _CG_STEP_WEIGHT x slower
+    # per flop; measured 6 ms against 100 ms for an update at N = 12,000, M = 1,024)
+    update_cost = len(rows) * M1 * M1 + M1 ** 3 / 3.0
+    cg_cost = _CG_STEP_WEIGHT * 4.0 * N * M1
+    live = np.arange(F)  # the problems still moving
+    step_f = _MAX_STEP_F + problem.lam
+    while len(live):
         if deadline is not None and time.perf_counter() >= deadline:
-            status = 3
+            status[live] = 3
             break
-        D = problem.curvature(s)
-        if cg_last > _CG_REFRESH:  # a preconditioner that still makes CG short is kept: its update
-            P.update(D)            # (n_s M^2 + M^3 / 3 flops) can cost more than the CG steps
+        live = live[n_iter[live] < limit]
+        if len(live) == 0:
+            break
+        sub = problem.columns(live)
+        D = sub.curvature(S[:, live])
+        if cg_last * cg_cost > update_cost:  # a preconditioner that still makes CG short is kept: its
+            P.update(D.mean(axis=1))         # update can cost more than the CG steps it saves
+        g = G[:, live]
         # the Newton direction H d = -g, to a relative accuracy that tightens as g falls
-        eta = min(0.1, np.sqrt(np.linalg.norm(g) / g0_norm))
-        d, k = pcg(lambda v: problem.hessvec(v, D), -g, P.solve, eta, 200)
-        cg_total += k
-        cg_last = k
-        slope = float(g @ d)
-        if slope > 0:  # not a descent direction (numerically): the preconditioned gradient is
-            d = -P.solve(g)
-            slope = float(g @ d)
-        dec = -slope
-        if progress is not None and progress(n_iter, dec, N):
-            status = 2
+        eta = np.minimum(0.1, np.sqrt(np.linalg.norm(g, axis=0) / g0_norm[live]))
+        with np.errstate(over="ignore", invalid="ignore"):  # a CG blown up by a flat loss: handled below
+            d, k = pcg(lambda V, idx: sub.A.hessvec(V, D[:, idx]) + sub.regulariser(V), -g, P.solve, eta, 200)
+        cg_total[live] += k
+        cg_last = float(np.max(k))
+        slope = (g * d).sum(axis=0)
+        bad = ~(slope <= 0)  # not a descent direction (numerically, or overflow): the preconditioned
+        if bad.any():         # gradient is
+            d[:, bad] = -P.solve(g[:, bad])
+            slope[bad] = (g[:, bad] * d[:, bad]).sum(axis=0)
+        dec[live] = -slope
+        if progress is not None and progress(int(n_iter[live].max()), dec[live], N):
+            status[live] = 2
             break
         u = A.matvec(d)
-        Rd = problem.regulariser(d)
-        wRd, dRd = float(w @ Rd), float(d @ Rd)
-        quad0 = 0.5 * float(w @ Rw)
-        t = 1.0
-        while True:
-            loss_t, s_t = problem.loss_terms(f + t * u)
-            J_t = quad0 + t * wRd + 0.5 * t * t * dRd + loss_t
-            if J_t <= J + _ARMIJO * t * slope or t < 1e-10:
-                break
-            t *= 0.5
-        n_iter += 1
-        if J_t > J:  # no decrease at machine precision: at the optimum
-            status = 0
-            break
-        w += t * d
-        f += t * u
-        Rw += t * Rd
-        J, s = J_t, s_t
-        g = problem.gradient(Rw, s)
-        if 0.5 * dec <= _TOL_SCALE * tol * abs(J):
-            status = 0
-            break
-    return {"w": w, "f": f, "objective": J, "n_iter": n_iter, "cg_iter": cg_total, "decrement": dec,
-            "status": status}
+        # a step moves no decision value by more than _MAX_STEP_F + lam: where the loss is flat (lam
+        # large, every point far inside its shifted margin: s = 1, no curvature, S-KLR at C = 1000)
+        # the Newton direction is huge (H nearly singular in b and in K_ZZ's small eigenvalues)
+        big = np.max(np.abs(u), axis=0, initial=0.0)
+        for j in np.flatnonzero(~(big <= step_f)):
+            if not np.isfinite(big[j]) or not np.all(np.isfinite(d[:, j])):
+                d[:, j] = -P.solve(g[:, j])
+                u[:, j] = A.matvec(d[:, j])
+                big[j] = float(np.max(np.abs(u[:, j]), initial=0.0))
+            scale = min(1.0, step_f / big[j]) if big[j] > 0 else 1.0
+            d[:, j] *= scale
+            u[:, j] *= scale
+            slope[j] = float(g[:, j] @ d[:, j])
+        Rd = sub.regulariser(d)
+        Wl, RWl = W[:, live], RW[:, live]
+        wRd, dRd = (Wl * Rd).sum(axis=0), (d * Rd).sum(axis=0)
+        quad0 = 0.5 * (Wl * RWl).sum(axis=0)
+        t = np.ones(len(live))
+        J_t = np.empty(len(live))
+        S_t = np.empty((N, len(live)))
+        search = np.arange(len(live))
+        while len(search):
+            loss_t, s_t = sub.columns(search).loss_terms(Fv[:, live[search]] + t[search] * u[:, search])
+            J_t[search] = quad0[search] + t[search] * wRd[search] + 0.5 * t[search] ** 2 * dRd[search] + loss_t
+            S_t[:, search] = s_t
+            # (a NaN or inf J_t: shorter)
+            accept = (J_t[search] <= J[live[search]] + _ARMIJO * t[search] * slope[search]) | (t[search] < 1e-10)
+            search = search[~accept]
+            t[search] *= 0.5
+        n_iter[live] += 1
+        flat = ~(J_t <= J[live])  # no decrease at machine precision: at the optimum
+        status[live[flat]] = 0
+        go = ~flat
+        j = live[go]
+        W[:, j] += t[go] * d[:, go]
+        Fv[:, j] += t[go] * u[:, go]
+        RW[:, j] += t[go] * Rd[:, go]
+        J[j], S[:, j] = J_t[go], S_t[:, go]
+        G[:, j] = problem.columns(j).gradient(RW[:, j], S[:, j])
+        done = 0.5 * dec[j] <= _TOL_SCALE * tol * np.abs(J[j])
+        status[j[done]] = 0
+        live = j[~done]
+    return {"w": W, "f": Fv, "objective": J, "n_iter": n_iter, "cg_iter": cg_total, "decrement": dec,
+            "status": status, "precond": P}
 
 
 # ---------------------------------------------------------------------------------- basis points
@@ -508,20 +620,22 @@ class CompactFit:
         neg = float(self.Ci[yk < 0].sum())
         return np.log(pos / neg)
 
-    def solve_all(self, K, Kzz, w_prev=None, tol=None):
+    def solve_all(self, K, Kzz, w_prev=None, tol=None, cols=None, precond=None):
         """Newton on (P_M) for every problem with the block K = K(X, Z) and K_ZZ; returns the list of
-        newton_compact results (warm from w_prev when given)."""
+        newton_compact results (warm from w_prev when given; ``cols``: the independent basis points
+        when known, ``precond``: each problem's preconditioner from a solve on the same rows)."""
         M_all = K.shape[1]
         Kzz = 0.5 * (Kzz + Kzz.T)
-        prefer = self.last_cols if w_prev is not None and self.last_cols is not None else None
-        cols = independent_columns(Kzz, prefer if prefer is None or prefer.max(initial=-1) < M_all else None)
+        if cols is None:
+            prefer = self.last_cols if w_prev is not None and self.last_cols is not None else None
+            cols = independent_columns(Kzz, prefer if prefer is None or prefer.max(initial=-1) < M_all else None)
         self.last_cols = cols
         if len(cols) < M_all:  # points in the span of the others (duplicates): beta = 0 for them
             Kzz = Kzz[np.ix_(cols, cols)]
         wcols = np.append(cols, M_all)  # (beta of the kept points, b)
         M = len(cols)
         self.storage_dtype(M_all)  # the refusal, for a block the caller computed (k-means, refinement)
-        A = DesignMatrix(K, cols)
+        A = DesignMatrix(K, cols, threads=self.ev.n_jobs)
         n_sub = min(self.X.shape[0], max(2000, 2 * (M + 1)))
         out = []
         for k, yk in enumerate(self.problems):
@@ -534,7 +648,8 @@ class CompactFit:
             deadline = None if self.monitor is None else self.monitor.deadline
             r = newton_compact(CompactProblem(A, Kzz, yk, self.Ci, self.lam), w0,
                                tol=self.tol if tol is None else tol, max_iter=self.max_iter, rng=self.rng,
-                               n_subsample=n_sub, progress=progress, deadline=deadline)
+                               n_subsample=n_sub, progress=progress, deadline=deadline,
+                               precond=None if precond is None else precond[k])
             if progress is not None:
                 progress.end(r["n_iter"], r["decrement"], len(yk), r["status"])
             if M < M_all:

@@ -459,6 +459,11 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         with one_thread("blas"):
             Z, idx, states = fit_compact(fit, M, self.basis, int(self.refine_basis), auto=auto)
         monitor.close()
+        self._store_compact(X, keep, Z, idx, states, len(keep), fit.n_cg, lam)
+
+    def _store_compact(self, X, keep, Z, idx, states, n_train, n_cg, lam):
+        """The fitted attributes of the compact route: the basis (training rows keep[idx] of X, or the
+        points Z), the problems' Newton states (newton_compact) on n_train weighted rows."""
         if idx is not None:
             self.support_ = keep[idx].astype(np.int32)
             self._set_support_vectors(X, self.support_)
@@ -472,8 +477,8 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         self.sparsity_ = 1.0 - self.kept_fraction_
         self.objective_ = np.array([st["objective"] for st in states])
         self.n_iter_ = np.array([st["n_iter"] for st in states], dtype=np.int64)
-        self.n_cg_iter_ = fit.n_cg
-        self.n_kernel_evals_ = np.full(len(states), len(keep) * self.n_expansion_, dtype=np.int64)
+        self.n_cg_iter_ = n_cg
+        self.n_kernel_evals_ = np.full(len(states), n_train * self.n_expansion_, dtype=np.int64)
         self.converged_ = all(st["status"] == 0 for st in states)
         self.solver_ = "nystrom"
         self.rho_ = lam if len(states) == 1 else np.full(len(states), lam)  # Observation 1, exact here

@@ -12,16 +12,20 @@ points: it is as sparse as the data allow at (almost) the best log-loss.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._base import check_positive, resolve_gamma
-from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from ._base import check_positive, n_threads, resolve_gamma
+from ._compact import independent_columns
+from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, _log_proba
 from .model_selection import PathSearchCV, _candidate_key
 
 #: Cs=n (an int): n values of C log-spaced over [DEFAULT_C_RANGE[0], DEFAULT_C_RANGE[1]]. After
@@ -166,8 +170,11 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
             refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose)
         if stopped:
             search.stop_after = patience
-        fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
-        search.fit(X, y, **fit_params)
+        if self._shares_a_basis(model, X, sample_weight):
+            search = _SharedBasisPath(self, model, Cs, patience).fit(X, y, sample_weight)
+        else:
+            fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
+            search.fit(X, y, **fit_params)
         results = search.cv_results_
         best = self._choose(results)
         self.cv_results_ = results
@@ -182,6 +189,23 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
             self.estimator_ = search.best_estimator_
             self.n_iter_ = self.estimator_.n_iter_
         return self
+
+    def _shares_a_basis(self, model, X, sample_weight):
+        """Whether the search runs on the compact route with one basis for every fold and C
+        (_SharedBasisPath): where the estimator itself would take the compact route on the
+        training set, for a kernel given by name, without a lam grid."""
+        if callable(self.kernel) or self.kernel == "precomputed" or model.refine_basis:
+            return False
+        if not isinstance(getattr(self, "lams", "auto"), str):
+            return False
+        n = X.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
+        return model._route(n) == "nystrom"
+
+    def _shared_basis_size(self, model, n):
+        """The basis of the shared-basis search for n weighted training rows: n_components when given,
+        else CV_COMPONENTS (both within n and what cache_size holds)."""
+        M, auto = model._n_components(n)
+        return min(M, CV_COMPONENTS) if auto else M
 
     def _scores_by_c(self, results, metric, Cs):
         """The per-fold test scores of ``metric`` as (n_splits, n_candidates), the candidates in grid
@@ -388,17 +412,31 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     __doc__ = """Sparse kernel logistic regression with C (and lam) chosen by cross-validation, and the
     smallest model among the near-best.
 
-    Cross-validates the grid of C (with lam='auto' at each C, or the grid ``lams``) as
-    :class:`KernelLogisticRegressionCV` does, recording each candidate's size (the share of the
-    training points its fold models keep). Among the candidates whose mean cross-validated score
-    is within ``size_tolerance`` of the best (relative: score >= best - size_tolerance |best|), it
-    picks the one whose models keep the fewest points (ties: the better score). S-KLR's points drop
-    out of the model only at a large enough C (see :func:`sparsekernel.klr.auto_lam`), so the
-    model is sparse wherever sparsity costs at most that much log-loss, and as large as KLR's
-    where it costs more. The paper chose C by cross-validation too.
+    **Model size.** ``max_kept`` is the budget: the chosen model keeps at most that share (or
+    number) of the training points, 30 % by default. How a model gets small depends on the route
+    the estimator takes at this size (``solver``):
+
+    - the exact SMO route (up to 8,000 points at solver='auto'): S-KLR's own sparsity, points
+      leave the model as lam grows with C (see :func:`sparsekernel.klr.auto_lam`). The grid of C
+      (lam='auto' at each C, or the grid ``lams``) is cross-validated as by
+      :class:`KernelLogisticRegressionCV`, recording each candidate's size (the share of the
+      training points its fold models keep). Among the candidates within the budget whose mean
+      score is within ``size_tolerance`` of their best (relative: score >= best -
+      size_tolerance |best|), the one that keeps the fewest points (ties: the better score); with
+      no candidate within the budget, the smallest one, with a warning.
+    - the compact route (beyond): the model is an expansion over a basis of training points, so
+      its size is the basis: at most ``max_kept`` of the points (and ``n_components`` when given),
+      one basis shared by every fold and C as in :class:`KernelLogisticRegressionCV`. The lam
+      shift adds no sparsity to a fixed basis, so lams='auto' is lam = 0 there (a given list of
+      lams takes the general search).
+
+    The paper chose C by cross-validation too.
     """ + _CV_PARAMS_DOC.replace("""    kernel, degree,""", """    lams : 'auto' or array-like of float, default='auto'
         The values of lam: 'auto' = lam='auto' at each C (see :class:`SparseKernelLogisticRegression`);
         a list makes the grid C x lams (walked along lam at each C).
+    max_kept : float, int or None, default=0.3
+        The size budget: the largest share (a float in (0, 1]) or number (an int) of the training
+        points the chosen model may keep; None: no budget.
     size_tolerance : float, default=0.05
         How much worse (relative) than the best mean cross-validated score a smaller model may be:
         5 % by default (on breast_cancer and spambase held out, S-KLR at lam='auto' keeps 49 % and
@@ -427,12 +465,13 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
 
     _model = SparseKernelLogisticRegression
 
-    def __init__(self, Cs=6, *, lams="auto", size_tolerance=0.05, cv=None, scoring="neg_log_loss", refit=True,
-                 n_jobs=None, verbose=0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto", tol=1e-3,
-                 shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, solver="auto",
+    def __init__(self, Cs=6, *, lams="auto", max_kept=0.3, size_tolerance=0.05, cv=None, scoring="neg_log_loss",
+                 refit=True, n_jobs=None, verbose=0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto",
+                 tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, solver="auto",
                  n_components="auto", basis="uniform", random_state=None):
         self.Cs = Cs
         self.lams = lams
+        self.max_kept = max_kept
         self.size_tolerance = size_tolerance
         self.cv = cv
         self.scoring = scoring
@@ -457,6 +496,11 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     def _check_cv_params(self):
         Cs = super()._check_cv_params()
         check_positive("size_tolerance", self.size_tolerance, allow_zero=True)
+        m = self.max_kept
+        if m is not None:
+            if isinstance(m, bool) or not isinstance(m, numbers.Real) or not np.isfinite(m) or m <= 0 or (
+                    not isinstance(m, numbers.Integral) and m > 1):
+                raise ValueError(f"max_kept must be None, a share in (0, 1] or a number of points >= 1, got {m!r}")
         if isinstance(self.lams, str):
             if self.lams != "auto":
                 raise ValueError(f"lams must be 'auto' or a list of values of lam >= 0, got {self.lams!r}")
@@ -478,21 +522,216 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
         scorer = _NegLogLoss() if self.scoring == "neg_log_loss" else check_scoring(self._model(), scoring=self.scoring)
         return _ScoreAndSize(scorer)
 
+    def _kept_budget(self, n):
+        """max_kept as a share of n training points (1 for None)."""
+        m = self.max_kept
+        if m is None:
+            return 1.0
+        return min(1.0, float(m) / n) if isinstance(m, numbers.Integral) else float(m)
+
+    def _shared_basis_size(self, model, n):
+        # the budget is the basis: at most max_kept of the points
+        return max(1, min(super()._shared_basis_size(model, n), int(self._kept_budget(n) * n)))
+
     def _choose(self, results):
         score = np.asarray(results["mean_test_score"], dtype=float)
         kept = np.asarray(results["mean_test_kept"], dtype=float)
-        best = np.nanmax(score)
-        near = np.flatnonzero(score >= best - float(self.size_tolerance) * abs(best))
-        # the smallest model among the near-best; ties: the better score
+        within = np.flatnonzero(kept <= self._budget * (1 + 1e-12))
+        if len(within) == 0:  # no candidate meets max_kept: the smallest model
+            return int(np.lexsort((-score, kept))[0])
+        best = np.nanmax(score[within])
+        near = within[score[within] >= best - float(self.size_tolerance) * abs(best)]
+        # the smallest model among the near-best within the budget; ties: the better score
         return int(near[np.lexsort((-score[near], kept[near]))[0]])
 
     def fit(self, X, y, sample_weight=None):
+        n = _num_samples(X) if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
+        self._check_cv_params()
+        self._budget = self._kept_budget(max(1, n))
         super().fit(X, y, sample_weight)
+        kept = float(self.cv_results_["mean_test_kept"][self.best_index_])
+        if kept > self._budget * (1 + 1e-12):
+            warnings.warn(f"no candidate model keeps at most max_kept={self.max_kept!r} of the training points; "
+                          f"the smallest one keeps {kept:.1%} (give larger Cs, or lower n_components)", UserWarning)
         self.kept_ = self._scores_by_c(self.cv_results_, "kept", self.Cs_)
         lam = self.cv_results_["params"][self.best_index_]["lam"]
         from .klr import auto_lam
 
-        self.lam_ = auto_lam(self.C_, self.bound) if isinstance(lam, str) else float(lam)
+        if self.refit:  # the lam of the model chosen (0 on the shared-basis route)
+            self.lam_ = float(self.estimator_.lam_)
+        else:
+            self.lam_ = auto_lam(self.C_, self.bound) if isinstance(lam, str) else float(lam)
         return self
 
     fit.__doc__ = _BaseKLRCV.fit.__doc__
+
+
+#: The basis of the shared-basis search (_SharedBasisPath) at n_components='auto': this many uniform
+#: training points (fewer when the training set or the memory budget is smaller).
+CV_COMPONENTS = 512
+
+
+class _SharedBasisPath:
+    """The cross-validation of a KLR-CV on the compact route (the estimator's own route at this size)
+    with one basis for every fold and every C.
+
+    The basis Z is a uniform sample of the training points (no labels used), and the kernel block
+    K(X, Z) (N x M, the N training rows) with K_ZZ is computed once. A fold's problem (P_M) at any C
+    is the problem on all N rows with C_i = 0 on its held-out rows: the folds and the values of C
+    differ only in C_i, so nothing is recomputed, and the folds (and one-vs-rest problems) of one C
+    are solved together by ``newton_columns``, every pass over the block serving all of them (a
+    Hessian product for all folds is one matrix product). Along C (ascending) each problem starts
+    from its solution at the previous C, with the previous preconditioner. The decision values of
+    the held-out rows come with the solve (A w on all rows), so the default log-loss needs no
+    kernel evaluation. The walk stops as the searches do (``patience``). The refit on all rows
+    uses the same block, warm from the mean of the folds' solutions at the chosen C.
+
+    Exposes what the CV estimators read of a search: ``cv_results_``, ``n_splits_``,
+    ``best_estimator_`` (with refit)."""
+
+    def __init__(self, owner, model, Cs, patience):
+        self.owner, self.model, self.Cs, self.patience = owner, model, list(Cs), patience
+
+    def fit(self, X, y, sample_weight=None):
+        from sklearn.base import clone
+        from sklearn.metrics import check_scoring
+        from sklearn.model_selection import check_cv
+
+        from ._base import one_thread
+        from ._compact import CompactProblem, DesignMatrix, newton_columns
+
+        owner, model = self.owner, self.model
+        cv = check_cv(owner.cv, y, classifier=True)
+        splits = list(cv.split(X, y))
+        self.n_splits_ = n_folds = len(splits)
+        scoring = owner._scoring()
+        if isinstance(scoring, str):
+            scoring = check_scoring(model, scoring=scoring)
+        base = clone(model).set_params(C=1.0)
+        base._check_params()
+        threads = n_threads(owner.n_jobs)  # the kernel block's
+        Xv, _, keep, Xk, Cbase, problems = base._prepare(X, y, sample_weight)
+        N, n_prob = len(keep), len(problems)
+        # the basis and the block, once
+        fit_all = base._compact_problems(Xk, problems, Cbase, 0.0, threads, tol=float(model.tol), max_iter=0)
+        M_all = owner._shared_basis_size(base, N)
+        rng = check_random_state(model.random_state)
+        idx = np.sort(rng.choice(N, M_all, replace=False)) if M_all < N else np.arange(N)
+        K = fit_all.storage(M_all)
+        Kzz = fit_all.fill(K, 0, idx=idx, capture=idx)
+        Kzz = 0.5 * (Kzz + Kzz.T)
+        cols = independent_columns(Kzz)  # points in the span of the others (duplicates): beta = 0
+        wcols = np.append(cols, M_all)
+        A = DesignMatrix(K, cols, threads=threads)
+        Kzz = Kzz[np.ix_(cols, cols)]
+        n_sub = min(N, max(2000, 2 * (len(cols) + 1)))
+        tol, max_iter = float(model.tol), (model.max_iter if model.max_iter > 0 else 0)
+        # columns: (fold k, problem p) -> k * n_prob + p; a fold's training rows by a 0/1 mask
+        at = np.full(X.shape[0], -1)
+        at[keep] = np.arange(N)
+        train_mask = np.zeros((N, n_folds))
+        tests = []
+        for k, (train, test) in enumerate(splits):
+            tr = at[train]
+            train_mask[tr[tr >= 0], k] = 1.0
+            tests.append(test)
+        Y = np.column_stack([problems[p] for _ in range(n_folds) for p in range(n_prob)])
+        mask = np.repeat(train_mask, n_prob, axis=1)
+        direct = isinstance(getattr(scoring, "scorer", scoring), _NegLogLoss) and N == X.shape[0]
+
+        def start(Y, Cm):
+            W = np.zeros((len(cols) + 1, Y.shape[1]))
+            W[-1] = np.log((Cm * (Y > 0)).sum(axis=0) / (Cm * (Y < 0)).sum(axis=0))
+            return W
+
+        def solve(C, Y, Cm, W0, P):
+            with one_thread("blas"):
+                return newton_columns(CompactProblem(A, Kzz, Y, C * Cm, 0.0), start(Y, Cm) if W0 is None else W0,
+                                      tol=tol, max_iter=max_iter, rng=rng, n_subsample=n_sub, precond=P)
+
+        def states(r, columns):
+            out = []
+            for j in columns:
+                w = np.zeros(M_all + 1)
+                w[wcols] = r["w"][:, j]
+                out.append({"w": w, "f": r["f"][:, j], "objective": float(r["objective"][j]),
+                            "n_iter": int(r["n_iter"][j]), "cg_iter": int(r["cg_iter"][j]),
+                            "decrement": float(r["decrement"][j]), "status": int(r["status"][j])})
+            return out
+
+        def fitted(C, sts, rows, on_keep=False):
+            est = clone(model).set_params(C=C, **({"lam": 0.0} if hasattr(model, "lam") else {}))
+            for name in ("classes_", "_gamma", "shape_fit_", "n_features_in_"):
+                setattr(est, name, getattr(base, name))
+            est._store_compact(Xv if on_keep else Xv[keep[rows]], keep, None if on_keep else Xk[idx],
+                               idx if on_keep else None, sts, len(rows), sum(st["cg_iter"] for st in sts), 0.0)
+            if hasattr(est, "lam"):  # S-KLR at lam = 0 (its size is the basis): KLR's probabilities
+                est.lam_, est.temperature_ = 0.0, (1.0 if n_prob == 1 else np.ones(n_prob))
+            return est
+
+        def fold_score(r, k, C):
+            test = tests[k]
+            if direct:  # the log-loss of the held-out rows from their decision values, as _NegLogLoss
+                z = r["f"][at[test], k * n_prob:(k + 1) * n_prob]
+                proba = np.column_stack([expit(-z[:, 0]), expit(z[:, 0])]) if n_prob == 1 else np.exp(_log_proba(z))
+                enc = np.searchsorted(base.classes_, y[test])
+                eps = np.finfo(proba.dtype).eps
+                score = -float(np.mean(-np.log(np.clip(proba[np.arange(len(test)), enc], eps, 1 - eps))))
+                if isinstance(scoring, _ScoreAndSize):
+                    return {"score": score, "kept": M_all / train_mask[:, k].sum()}
+                return score
+            rows = np.flatnonzero(train_mask[:, k])
+            est = fitted(C, states(r, range(k * n_prob, (k + 1) * n_prob)), rows)
+            return scoring(est, Xv[test], y[test])
+
+        order = np.argsort(np.asarray(self.Cs, dtype=float), kind="stable")
+        W, P = None, None
+        rows_scores, params, fold_W = [], [], []
+        best, since_best = -np.inf, 0
+        for C in (self.Cs[i] for i in order):  # the grid's own values (its candidates' keys)
+            r = solve(float(C), Y, Cbase[:, None] * mask, W, P)
+            W, P = r["w"], r["precond"]
+            fold_W.append(W)
+            rows_scores.append([fold_score(r, k, float(C)) for k in range(n_folds)])
+            params.append(self._params(C))
+            mean = self._mean(rows_scores[-1])
+            if mean > best:
+                best, since_best = mean, 0
+            else:
+                since_best += 1
+            if self.patience is not None and len(self.Cs) > self.patience + 1 and since_best >= self.patience:
+                break
+        self.cv_results_ = self._results(params, rows_scores)
+        if owner.refit:
+            b = owner._choose(self.cv_results_)
+            C = float(params[b]["C"])
+            W0 = fold_W[b].reshape(len(cols) + 1, n_folds, n_prob).mean(axis=1)
+            Y1 = np.column_stack(problems)
+            r = solve(C, Y1, np.repeat(Cbase[:, None], n_prob, axis=1), W0, None)
+            self.best_estimator_ = fitted(C, states(r, range(n_prob)), np.arange(N), on_keep=True)
+        return self
+
+    def _params(self, C):
+        return {"C": C, "lam": "auto"} if "lam" in self.owner._grid([1.0]) else {"C": C}
+
+    @staticmethod
+    def _mean(scores):
+        vals = [s["score"] if isinstance(s, dict) else s for s in scores]
+        return float(np.mean(vals))
+
+    def _results(self, params, rows_scores):
+        """cv_results_ as a search's: params, per-split and mean test values, the rank by score."""
+        from scipy.stats import rankdata
+
+        results = {"params": params}
+        metrics = list(rows_scores[0][0]) if isinstance(rows_scores[0][0], dict) else None
+        names = metrics or ["score"]
+        for name in names:
+            table = np.array([[s[name] if metrics else s for s in row] for row in rows_scores])  # (C, fold)
+            for k in range(table.shape[1]):
+                results[f"split{k}_test_{name}"] = table[:, k]
+            results[f"mean_test_{name}"] = table.mean(axis=1)
+            results[f"std_test_{name}"] = table.std(axis=1)
+        results["rank_test_score"] = rankdata(-results["mean_test_score"], method="min").astype(np.int32)
+        results["param_C"] = np.array([p["C"] for p in params])
+        return results
