@@ -519,3 +519,65 @@ def test_skops_pipeline_needs_only_the_library_types(tmp_path):
     save_skops(pipe, path)
     loaded = load_skops(path)
     np.testing.assert_array_equal(loaded.decision_function(Xt), pipe.decision_function(Xt))
+
+
+CV_MODELS = {
+    # the exact route's search (PathSearchCV) and the shared-basis route's
+    "klr_cv": lambda: sparsekernel.KernelLogisticRegressionCV(Cs=3, cv=3),
+    "sklr_cv": lambda: sparsekernel.SparseKernelLogisticRegressionCV(Cs=[1.0, 100.0], cv=3, solver="smo"),
+    "klr_cv_basis": lambda: sparsekernel.KernelLogisticRegressionCV(Cs=3, cv=3, solver="nystrom", n_components=30,
+                                                                    random_state=0),
+    "sklr_cv_basis": lambda: sparsekernel.SparseKernelLogisticRegressionCV(Cs=3, cv=3, solver="nystrom",
+                                                                          random_state=0),
+}
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", list(CV_MODELS))
+def test_cv_classes_save_load_and_export(name, n_classes, tmp_path):
+    """Every KLR-CV class is saved (.skm and skops), loaded and exported (ONNX, alone and in a
+    pipeline through ``sparsekernel.export.to_onnx``), its predictions equal to 1e-9: .skm and
+    ONNX hold the refitted ``estimator_`` (the model that predicts), skops the whole search."""
+    from sparsekernel.io import load_model, read_header, save_model
+
+    X, y, Xt = _data(n_classes)
+    model = _quiet(CV_MODELS[name](), X, y)
+    proba = model.predict_proba(Xt)
+    header = save_model(model, tmp_path / "m.skm")
+    assert header["selected_by"]["estimator"] == type(model).__name__
+    assert header["selected_by"]["C_"] == model.C_ and read_header(tmp_path / "m.skm")["estimator"] == type(
+        model.estimator_).__name__
+    loaded = load_model(tmp_path / "m.skm")
+    assert type(loaded) is type(model.estimator_)
+    np.testing.assert_allclose(loaded.predict_proba(Xt), proba, rtol=0, atol=1e-12)
+    save_skops(model, tmp_path / "m.skops")
+    assert set(skops_io.get_untrusted_types(file=tmp_path / "m.skops")) <= set(trusted_types())
+    again = load_skops(tmp_path / "m.skops")
+    assert type(again) is type(model) and again.C_ == model.C_
+    np.testing.assert_array_equal(again.predict_proba(Xt), proba)
+    _, p = _run(to_onnx(model, X), Xt)
+    np.testing.assert_allclose(p, proba, rtol=0, atol=1e-9)
+    pipe = _quiet(make_pipeline(StandardScaler(), CV_MODELS[name]()), X, y)
+    label, p = _run(to_onnx(pipe, X), Xt)
+    np.testing.assert_allclose(p, pipe.predict_proba(Xt), rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(label, pipe.predict(Xt))
+
+
+def test_cv_class_without_refit_is_refused_with_the_reason(tmp_path):
+    from sparsekernel.io import save_model
+
+    X, y, _ = _data(2)
+    model = _quiet(sparsekernel.KernelLogisticRegressionCV(Cs=2, cv=2, refit=False), X, y)
+    with pytest.raises(ValueError, match="refit=False"):
+        save_model(model, tmp_path / "m.skm")
+    with pytest.raises(ValueError, match="refit=False"):
+        to_onnx(model, X)
+
+
+def test_to_onnx_names_skl2onnx_for_other_pipelines():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, _ = _data(2)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    with pytest.raises(TypeError, match="skl2onnx.to_onnx"):
+        to_onnx(pipe, X)

@@ -90,7 +90,7 @@ def test_sparse_klr_cv_picks_the_smallest_near_best_model():
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     Cs = [1.0, 30.0, 1000.0]
     for tol in (0.0, 0.02, 0.5):
-        model = SparseKernelLogisticRegressionCV(Cs=Cs, cv=cv, size_tolerance=tol, max_kept=None).fit(X, y)
+        model = SparseKernelLogisticRegressionCV(Cs=Cs, cv=cv, size_tolerance=tol, max_kept=None, solver="smo").fit(X, y)
         score = model.cv_results_["mean_test_score"]
         kept = model.kept_.mean(axis=0)
         near = score >= score.max() - tol * abs(score.max())
@@ -107,13 +107,14 @@ def test_sparse_klr_cv_picks_the_smallest_near_best_model():
 
 @pytest.mark.parametrize("max_kept", [0.3, 0.6, 150])
 def test_sparse_klr_cv_keeps_within_its_budget(max_kept):
-    """max_kept (a share or a number of points): the chosen candidate is the near-best smallest among
-    those whose fold models keep at most the budget, and the refitted model keeps about as many."""
+    """max_kept (a share or a number of points) on S-KLR's own route: the chosen candidate is the
+    near-best smallest among those whose fold models keep at most the budget, and the refitted
+    model keeps about as many."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     model = SparseKernelLogisticRegressionCV(Cs=[1.0, 30.0, 300.0, 3000.0], cv=cv, max_kept=max_kept,
-                                             size_tolerance=0.0).fit(X, y)
+                                             size_tolerance=0.0, solver="smo").fit(X, y)
     budget = max_kept if isinstance(max_kept, float) else max_kept / len(y)
     kept = np.asarray(model.cv_results_["mean_test_kept"])
     score = np.asarray(model.cv_results_["mean_test_score"])
@@ -126,7 +127,7 @@ def test_sparse_klr_cv_keeps_within_its_budget(max_kept):
 def test_sparse_klr_cv_warns_when_no_model_meets_the_budget():
     X, y = _data(200)
     with pytest.warns(UserWarning, match="max_kept"):
-        model = SparseKernelLogisticRegressionCV(Cs=[0.1, 1.0], cv=3, max_kept=0.01).fit(X, y)
+        model = SparseKernelLogisticRegressionCV(Cs=[0.1, 1.0], cv=3, max_kept=0.01, solver="smo").fit(X, y)
     kept = np.asarray(model.cv_results_["mean_test_kept"])
     assert kept[model.best_index_] == kept.min()
 
@@ -138,7 +139,9 @@ def test_sparse_klr_cv_on_the_shared_basis_keeps_max_kept():
                                              random_state=0).fit(X, y)
     assert model.estimator_.solver_ == "nystrom" and model.estimator_.n_expansion_ == 60
     assert model.lam_ == 0.0 and model.estimator_.lam_ == 0.0
-    assert np.allclose(model.kept_, 60 / 400)
+    assert np.allclose(model.kept_, 60 / 600)
+    default = SparseKernelLogisticRegressionCV(Cs=[0.3, 3.0, 30.0], cv=3, random_state=0).fit(X, y)
+    assert default.estimator_.n_expansion_ == 180  # max_kept=0.3 at every size (600 rows)
     assert model.score(X, y) > 0.8
 
 

@@ -38,6 +38,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from .klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
 from .nssvm import NSSVC
 from .slmc import SLMC, SparseKFD
 from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
@@ -138,7 +139,10 @@ def save_model(model, path):
     ----------
     model : estimator or Pipeline
         A fitted SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression,
-        SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD with a named kernel (not 'precomputed', not a callable); or a fitted
+        SparseKernelLogisticRegression, NSSVC, SLMC or SparseKFD with a named kernel (not 'precomputed', not a callable);
+        a KernelLogisticRegressionCV or SparseKernelLogisticRegressionCV, saved as its refitted
+        ``estimator_`` (the model that predicts; loaded back as that estimator, the header's
+        ``selected_by`` naming the search and its C_); or a fitted
         Pipeline of StandardScaler steps and one of those (e.g. ``make_pipeline(StandardScaler(),
         SVC())``), saved in format version 2 and loaded back as a Pipeline.
     path : str or path-like
@@ -158,6 +162,15 @@ def save_model(model, path):
     scalers, step_names = [], None  # step_names: a Pipeline's (format version 2)
     if isinstance(model, Pipeline):
         model, scalers, step_names = _split_pipeline(model)
+    selected_by = None
+    if isinstance(model, (KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV)):
+        # the model it chose, refitted on all the data: what predicts (loaded back as that estimator)
+        check_is_fitted(model, "cv_results_")
+        if not model.refit:
+            raise ValueError(f"cannot save a {type(model).__name__} fitted with refit=False: it holds the "
+                             "cross-validation results only, no model")
+        selected_by = {"estimator": type(model).__name__, "C_": float(model.C_), "Cs_": [float(c) for c in model.Cs_]}
+        model = model.estimator_
     name = type(model).__name__
     if SUPPORTED_ESTIMATORS.get(name) is not type(model):
         raise ValueError(f"cannot save a {name}: .skm files hold {', '.join(SUPPORTED_ESTIMATORS)}, alone or "
@@ -184,6 +197,8 @@ def save_model(model, path):
         "attributes": attributes,
         "skipped": skipped,
     }
+    if selected_by is not None:
+        header["selected_by"] = selected_by
     if step_names is not None:
         header["pipeline"] = {"steps": step_names, "preprocessing": []}
         for i, scaler in enumerate(scalers):

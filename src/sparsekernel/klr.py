@@ -55,7 +55,7 @@ from ._base import (
 WSS = ("second", "first")
 SOLVERS = ("auto", "smo", "nystrom")
 # solver='auto': the exact SMO route up to this many (weighted) training points, the compact one beyond
-AUTO_SMO_MAX = 8000
+AUTO_SMO_MAX = 4000
 
 # the exact route at large N starts from a compact fit on this many basis points (_compact_start)
 POLISH_COMPONENTS = 512
@@ -301,9 +301,11 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
 
     def _route(self, n_samples):
         """'smo' or 'nystrom' for a training set of n_samples points (solver='auto': the exact SMO up to
-        AUTO_SMO_MAX points, where it is fast, the compact basis beyond: at C = 1 on magic and a9a
-        subsets the exact route is 1.5-3x faster at 5,000 points, the compact one 1.2-2x faster at
-        10,000-13,000 and 4x at 20,000, within 0.5 % of the exact log-loss)."""
+        AUTO_SMO_MAX points, where it is fast, the compact basis beyond. benchmarks/results/proba.md,
+        C = 1: at 3,200-3,500 points the exact route is as fast or faster (spambase, waveform); at
+        5,000 the compact one is 1.3-1.6x faster on coil2000, magic and twonorm and within 5 % on
+        a9a, w8a, ring and usps; at 13,000-15,000 it is 1.2-3.5x faster with its basis at 512-1,024
+        points.)"""
         if self.solver != "auto":
             return self.solver
         return "smo" if n_samples <= AUTO_SMO_MAX or self.kernel == "precomputed" else "nystrom"

@@ -171,7 +171,9 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
         if stopped:
             search.stop_after = patience
         if self._shares_a_basis(model, X, sample_weight):
-            search = _SharedBasisPath(self, model, Cs, patience).fit(X, y, sample_weight)
+            # (on one basis every candidate keeps the same points: S-KLR-CV's walk stops as KLR-CV's)
+            walk = patience if patience is not None or self._model is KernelLogisticRegression else 1
+            search = _SharedBasisPath(self, model, Cs, walk).fit(X, y, sample_weight)
         else:
             fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
             search.fit(X, y, **fit_params)
@@ -198,6 +200,8 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
             return False
         if not isinstance(getattr(self, "lams", "auto"), str):
             return False
+        if self._model is SparseKernelLogisticRegression:  # its size is the basis at every size
+            return model.solver != "smo"
         n = X.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
         return model._route(n) == "nystrom"
 
@@ -413,22 +417,22 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     smallest model among the near-best.
 
     **Model size.** ``max_kept`` is the budget: the chosen model keeps at most that share (or
-    number) of the training points, 30 % by default. How a model gets small depends on the route
-    the estimator takes at this size (``solver``):
+    number) of the training points, 30 % by default. Two ways to a small model:
 
-    - the exact SMO route (up to 8,000 points at solver='auto'): S-KLR's own sparsity, points
-      leave the model as lam grows with C (see :func:`sparsekernel.klr.auto_lam`). The grid of C
-      (lam='auto' at each C, or the grid ``lams``) is cross-validated as by
-      :class:`KernelLogisticRegressionCV`, recording each candidate's size (the share of the
-      training points its fold models keep). Among the candidates within the budget whose mean
-      score is within ``size_tolerance`` of their best (relative: score >= best -
-      size_tolerance |best|), the one that keeps the fewest points (ties: the better score); with
-      no candidate within the budget, the smallest one, with a warning.
-    - the compact route (beyond): the model is an expansion over a basis of training points, so
-      its size is the basis: at most ``max_kept`` of the points (and ``n_components`` when given),
-      one basis shared by every fold and C as in :class:`KernelLogisticRegressionCV`. The lam
-      shift adds no sparsity to a fixed basis, so lams='auto' is lam = 0 there (a given list of
-      lams takes the general search).
+    - by default (solver 'auto' or 'nystrom', lams='auto'): an expansion over a basis of at most
+      ``max_kept`` of the training points (and at most ``n_components`` when given, 512 at
+      'auto'), one basis shared by every fold and C as in :class:`KernelLogisticRegressionCV`'s
+      compact route. The lam shift adds no sparsity to a fixed basis, so lam = 0 there; every
+      candidate keeps the same points, so the walk up C stops as KLR-CV's (``patience`` 1).
+      benchmarks/results/proba.md: the log-loss of KLR-CV's at 3-10 % of the points on the sets
+      of 13,000-15,000 rows.
+    - S-KLR's own sparsity (solver='smo', or a list of ``lams``): points leave the model as lam
+      grows with C (see :func:`sparsekernel.klr.auto_lam`). The grid of C (lam='auto' at each C, or
+      the grid ``lams``) is cross-validated on the exact route, recording each candidate's size
+      (the share of the training points its fold models keep). Among the candidates within the
+      budget whose mean score is within ``size_tolerance`` of their best (relative: score >= best
+      - size_tolerance |best|), the one that keeps the fewest points (ties: the better score);
+      with no candidate within the budget, the smallest one, with a warning.
 
     The paper chose C by cross-validation too.
     """ + _CV_PARAMS_DOC.replace("""    kernel, degree,""", """    lams : 'auto' or array-like of float, default='auto'
@@ -663,7 +667,7 @@ class _SharedBasisPath:
             est = clone(model).set_params(C=C, **({"lam": 0.0} if hasattr(model, "lam") else {}))
             for name in ("classes_", "_gamma", "shape_fit_", "n_features_in_"):
                 setattr(est, name, getattr(base, name))
-            est._store_compact(Xv if on_keep else Xv[keep[rows]], keep, None if on_keep else Xk[idx],
+            est._store_compact(Xv, keep, None if on_keep else Xk[idx],
                                idx if on_keep else None, sts, len(rows), sum(st["cg_iter"] for st in sts), 0.0)
             if hasattr(est, "lam"):  # S-KLR at lam = 0 (its size is the basis): KLR's probabilities
                 est.lam_, est.temperature_ = 0.0, (1.0 if n_prob == 1 else np.ones(n_prob))
@@ -678,7 +682,7 @@ class _SharedBasisPath:
                 eps = np.finfo(proba.dtype).eps
                 score = -float(np.mean(-np.log(np.clip(proba[np.arange(len(test)), enc], eps, 1 - eps))))
                 if isinstance(scoring, _ScoreAndSize):
-                    return {"score": score, "kept": M_all / train_mask[:, k].sum()}
+                    return {"score": score, "kept": M_all / X.shape[0]}  # (the share the refitted model keeps)
                 return score
             rows = np.flatnonzero(train_mask[:, k])
             est = fitted(C, states(r, range(k * n_prob, (k + 1) * n_prob)), rows)

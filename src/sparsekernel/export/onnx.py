@@ -60,9 +60,11 @@ from skl2onnx.common.data_types import (  # noqa: E402
     Int64TensorType,
     StringTensorType,
 )
+from sklearn.pipeline import Pipeline  # noqa: E402
 from sklearn.utils.validation import check_is_fitted  # noqa: E402
 
 from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression  # noqa: E402
+from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV  # noqa: E402
 from ..nssvm import NSSVC  # noqa: E402
 from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD  # noqa: E402
 from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM, _BaseSVC, _BaseSVR, _pairs  # noqa: E402
@@ -112,6 +114,8 @@ def model_expansion(model):
         For a model type without a converter.
     """
     check_is_fitted(model)
+    if isinstance(model, _KLR_CV):  # the model it chose, refitted on all of its data
+        return model_expansion(_refitted(model))
     _check_kernel(model)
     if model.__dict__.get("_early") is not None:
         raise ValueError(f"ONNX export of a {type(model).__name__} fitted with early_stop_level is not supported: it "
@@ -310,11 +314,22 @@ def convert_one_class_svm(scope, operator, container):
     g.op("Identity", dec, out=operator.outputs[1].full_name)
 
 
+def _refitted(model):
+    """A KLR-CV's ``estimator_`` (the chosen C refitted on all the data)."""
+    if not getattr(model, "refit", True) or not hasattr(model, "estimator_"):
+        raise ValueError(f"ONNX export of a {type(model).__name__} fitted with refit=False: it holds the "
+                         "cross-validation results only, no model to export")
+    return model.estimator_
+
+
 def convert_klr(scope, operator, container):
     """(Sparse) kernel logistic regression: P(y | x) = 1 / (1 + exp(-y f(x) / T)) (S-KLR eq. 3 with
     S-KLR's temperature T = ``temperature_``, per one-vs-rest column; 1 for KLR), one-vs-rest
-    probabilities normalised to 1, the label their argmax (klr._BaseKLR)."""
+    probabilities normalised to 1, the label their argmax (klr._BaseKLR); for the CV classes, their
+    refitted ``estimator_``'s."""
     model = operator.raw_operator
+    if isinstance(model, _KLR_CV):
+        model = _refitted(model)
     g = _Graph(scope, operator, container)
     dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))
     n_classes = len(model.classes_)
@@ -441,6 +456,7 @@ def parse_classifier(scope, model, inputs, custom_parsers=None):
 
 
 _EXPANSION_CLASSIFIERS = (NSSVC, SLMC, SparseKFD, ReducedSetClassifier, ReducedSVM)
+_KLR_CV = (KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV)
 _CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True], "output_class_labels": [False, True],
                        "raw_scores": [False, True]}
 _REGISTRY = [
@@ -451,6 +467,8 @@ _REGISTRY = [
     (OneClassSVM, shape_outlier_detector, convert_one_class_svm),
     (KernelLogisticRegression, shape_classifier, convert_klr),
     (SparseKernelLogisticRegression, shape_classifier, convert_klr),
+    (KernelLogisticRegressionCV, shape_classifier, convert_klr),
+    (SparseKernelLogisticRegressionCV, shape_classifier, convert_klr),
     *[(cls, shape_classifier, convert_expansion_classifier) for cls in _EXPANSION_CLASSIFIERS],
 ]
 _registered = False
@@ -480,7 +498,9 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
     Parameters
     ----------
     model : SVC, NuSVC, SVR, NuSVR, OneClassSVM, KernelLogisticRegression,
-        SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD, ReducedSetClassifier or ReducedSVM
+        SparseKernelLogisticRegression, KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
+        (their refitted ``estimator_``), NSSVC, SLMC, SparseKFD, ReducedSetClassifier or ReducedSVM,
+        or a scikit-learn Pipeline ending in one (its other steps through skl2onnx's converters)
         Fitted, with a kernel in ('linear', 'poly', 'rbf', 'sigmoid', 'laplacian').
     X : array-like of shape (n_samples, n_features) or int
         A sample of the input (only its number of columns is used) or the number of features.
@@ -518,10 +538,13 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
     >>> label, scores = sess.run(None, {"X": X})                     # doctest: +SKIP
     """
     register_converters()
-    if not any(type(model) is cls for cls, _, _ in _REGISTRY):
-        raise TypeError(f"no sparsekernel ONNX converter for {type(model).__name__}; supported: "
-                        f"{', '.join(cls.__name__ for cls, _, _ in _REGISTRY)}")
-    model_expansion(model)  # fitted, with a kernel the graph can compute
+    final = model.steps[-1][1] if isinstance(model, Pipeline) else model
+    if not any(type(final) is cls for cls, _, _ in _REGISTRY):
+        what = f"a Pipeline ending in {type(final).__name__}" if final is not model else type(model).__name__
+        raise TypeError(f"no sparsekernel ONNX converter for {what}; supported: "
+                        f"{', '.join(cls.__name__ for cls, _, _ in _REGISTRY)} (alone or as a pipeline's last step; "
+                        "other scikit-learn models: skl2onnx.to_onnx, with these converters registered)")
+    model_expansion(final)  # fitted, with a kernel the graph can compute
     n_features = int(X) if isinstance(X, numbers.Integral) else int(X.shape[1] if hasattr(X, "shape")
                                                                     else np.asarray(X).shape[1])
     if n_features != model.n_features_in_:
@@ -531,8 +554,8 @@ def to_onnx(model, X, dtype=np.float64, *, raw_scores=False, target_opset=None):
     if np.dtype(dtype) not in tensor_types:
         raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
     options = None
-    if shape_classifier in {s for cls, s, _ in _REGISTRY if type(model) is cls}:
-        options = {id(model): {"zipmap": False, "raw_scores": bool(raw_scores)}}
+    if shape_classifier in {s for cls, s, _ in _REGISTRY if type(final) is cls}:
+        options = {id(final): {"zipmap": False, "raw_scores": bool(raw_scores)}}
     return convert_sklearn(model, initial_types=[("X", tensor_types[np.dtype(dtype)]([None, n_features]))],
                            options=options, target_opset=target_opset)
 

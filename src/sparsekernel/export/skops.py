@@ -28,12 +28,14 @@ def trusted_types():
     import scipy.sparse as sp
 
     from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
+    from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
     from ..model_selection import PathSearchCV
     from ..nssvm import NSSVC
     from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD
     from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
-    types = (SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD,
+    types = (SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression, SparseKernelLogisticRegression,
+             KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV, NSSVC, SLMC, SparseKFD,
              ReducedSetClassifier, ReducedSVM, PathSearchCV,
              sp.csr_matrix, sp.csr_array)  # support vectors and dual coefficients of a fit on sparse X
     return [f"{t.__module__}.{t.__qualname__}" for t in types]
