@@ -117,6 +117,23 @@ def test_predict_csv_labels_and_probabilities(data, klr_file):
     np.testing.assert_array_equal(np.array(rows[1:], dtype=float), model.predict_proba(Xte))  # bit for bit
 
 
+@pytest.mark.parametrize("name", ["klr-cv", "sklr-cv"])
+def test_fit_klr_cv_saves_the_chosen_model(data, name):
+    """fit klr-cv / sklr-cv: C chosen by cross-validation, the file holds the refitted model (the
+    library's fit at the same seed), predict reads it."""
+    from sparsekernel import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
+
+    d, (Xtr, ytr, Xte, _) = data
+    proc = run("fit", name, "train.csv", "--label-column", "species", "-o", f"{name}.skm", "--seed", "0", cwd=d)
+    assert "training accuracy" in proc.stdout and "expansion vectors" in proc.stdout
+    model = load_model(d / f"{name}.skm")
+    cls = KernelLogisticRegressionCV if name == "klr-cv" else SparseKernelLogisticRegressionCV
+    reference = make_pipeline(StandardScaler(), cls(random_state=0)).fit(Xtr, ytr)
+    np.testing.assert_allclose(model.predict_proba(Xte), reference.predict_proba(Xte), atol=1e-12)
+    out = run("predict", f"{name}.skm", "test_nolabel.csv", cwd=d).stdout.splitlines()
+    assert out == reference.predict(Xte).tolist()
+
+
 def test_fit_predict_svmlight(data):
     d, _ = data
     proc = run("fit", "sklr", "train.svm", "-o", "sklr.skm", "--lam", "0.1", "--test-size", "0.2", cwd=d)

@@ -60,7 +60,7 @@ AUTO_SMO_MAX = 4000
 # the exact route at large N starts from a compact fit on this many basis points (_compact_start)
 POLISH_COMPONENTS = 512
 # n_components='auto': the largest basis the doubling may reach
-AUTO_MAX_COMPONENTS = 4096
+AUTO_MAX_COMPONENTS = 1024
 
 # bound='auto': the paper's absolute 1e-5 unless C is tiny
 _AUTO_BOUND_ABS, _AUTO_BOUND_REL = 1e-5, 1e-3

@@ -40,7 +40,7 @@ Examples:
 
 \b
 Models:
-""" + "\n".join(f"  {name:<6} {text}" for name, (_, text) in MODELS.items()) + """
+""" + "\n".join(f"  {name:<7} {text}" for name, (_, text) in MODELS.items()) + """
 
 Data: a CSV file (--label-column, default the last column), an svmlight/libsvm file (.gz too),
 an .npz file with arrays X and y, or a built-in name (sparsekernel datasets). fit and compare

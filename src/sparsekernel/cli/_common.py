@@ -16,6 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..datasets import load_data
 from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
+from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
 from ..nssvm import NSSVC
 from ..slmc import SLMC, SparseKFD
 from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
@@ -33,6 +34,8 @@ MODELS = {
     "ocsvm": (OneClassSVM, "one-class SVM: outlier / novelty detection (labels not used)"),
     "klr": (KernelLogisticRegression, "kernel logistic regression (probabilities from the fit)"),
     "sklr": (SparseKernelLogisticRegression, "sparse kernel logistic regression"),
+    "klr-cv": (KernelLogisticRegressionCV, "kernel logistic regression, C by cross-validated log-loss"),
+    "sklr-cv": (SparseKernelLogisticRegressionCV, "sparse KLR within a size budget (max_kept), C by CV"),
     "nssvc": (NSSVC, "Newton sparse SVM: at most s support vectors"),
     "slmc": (SLMC, "sparse large margin classifier: learned expansion vectors"),
     "skfd": (SparseKFD, "sparse kernel Fisher discriminant: learned expansion vectors"),

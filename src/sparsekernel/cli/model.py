@@ -47,6 +47,7 @@ def _print_key_values(rows):
 
 def _kernel_text(model):
     model = final_step(model)
+    model = getattr(model, "estimator_", model)  # a cross-validated model: the one it chose
     kernel = model.kernel
     if kernel in ("rbf", "poly", "sigmoid", "laplacian"):
         return f"{kernel}, gamma {model._gamma:.6g}" + ("" if isinstance(model.gamma, float) else f" ({model.gamma})")
@@ -101,7 +102,7 @@ def _outlier_rows(model, X, y, labelled, part):
 @task_option
 @model_options
 def fit(model_name, data, output, force, label_column, test_size, scale, task, **options):
-    """Fit MODEL (svc, nusvc, svr, nusvr, ocsvm, klr, sklr, nssvc, slmc, skfd) on DATA and save it
+    """Fit MODEL (svc, nusvc, svr, nusvr, ocsvm, klr, sklr, klr-cv, sklr-cv, nssvc, slmc, skfd) on DATA and save it
     to a .skm file (never over an existing file without --force). The features are standardised
     inside the model unless --no-scale. A classifier refuses regression data and a regressor (svr,
     nusvr) classification data. ocsvm (outlier detection) fits on the rows alone, labels or not; it
