@@ -610,11 +610,11 @@ _PARAMS_DOC = """
         'nystrom': the compact-basis route: f(x) = sum_j beta_j K(z_j, x) + b over ``n_components``
         basis points, the (shifted) primal restricted to them solved by preconditioned Newton-CG on
         the N x M kernel block (with M = N and the training set as basis this is the exact KLR).
-        'auto': 'smo' up to 8,000 training points, 'nystrom' beyond (where the exact dual, dense
-        in a, costs several N^2 kernel values; benchmarks/results/klr_compact.md).
+        'auto': 'smo' up to 4,000 training points, 'nystrom' beyond (where the exact dual, dense
+        in a, costs several N^2 kernel values; benchmarks/results/proba.md).
     n_components : int or 'auto', default='auto'
         Basis size M of the compact route. 'auto' starts at 256 points and doubles while a doubling
-        lowers the objective by more than 1 %, up to 4096 and to what ``cache_size`` holds.
+        lowers the objective by more than 1 %, up to 1,024 and to what ``cache_size`` holds.
     basis : {'uniform', 'kmeans', 'ivm'}, default='uniform'
         Basis points of the compact route: a uniform sample of the training points, k-means
         centres, or a batched import-vector rule (Zhu & Hastie's IVM: points imported by the

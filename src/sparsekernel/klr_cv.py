@@ -1,12 +1,14 @@
 """Kernel logistic regression with C chosen by cross-validation, as scikit-learn's
 LogisticRegressionCV: ``KernelLogisticRegressionCV`` and ``SparseKernelLogisticRegressionCV``.
 
-Both walk the grid of C (and lam) with :class:`sparsekernel.model_selection.PathSearchCV`: on every
-fold the fits follow C warm-started, and the folds read one store of kernel rows over the training
-set (the kernel, gamma='scale' included, is resolved once on the whole training set, so every fold
-and the final model use the same one). The sparse estimator then picks, among the candidates whose
-cross-validated score is within ``size_tolerance`` of the best, the one that keeps the fewest
-points: it is as sparse as the data allow at (almost) the best log-loss.
+On the exact SMO route both walk the grid of C (and lam) with
+:class:`sparsekernel.model_selection.PathSearchCV`: on every fold the fits follow C warm-started,
+and the folds read one store of kernel rows over the training set (the kernel, gamma='scale'
+included, is resolved once on the whole training set, so every fold and the final model use the
+same one). On the compact route (KLR beyond 4,000 points; S-KLR at its defaults) one basis and
+one kernel block serve every fold and C (``_SharedBasisPath``). The sparse estimator picks, within
+its size budget ``max_kept``, among the candidates whose cross-validated score is within
+``size_tolerance`` of the best, the one that keeps the fewest points.
 """
 
 from __future__ import annotations
