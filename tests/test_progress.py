@@ -185,3 +185,40 @@ def test_path_search_time_limit_bounds_the_cross_validation():
     # the refit of the best candidate is not bounded: it runs to max_iter
     assert search.best_estimator_.solver_stats_[0]["status"] == 1
     assert search.best_estimator_.n_iter_[0] == 20000
+
+
+def test_klr_cv_on_the_shared_basis_reports_a_task_per_c_and_stops_at_its_time_limit():
+    """KernelLogisticRegressionCV on the shared basis: one task per value of C walked and one for
+    the refit, each with the Newton reports; time_limit ends the walk and the refit with a
+    ConvergenceWarning and a model that predicts."""
+    from sparsekernel import KernelLogisticRegressionCV
+
+    X, y = _data(n=1200)
+    rec = Recorder()
+    model = KernelLogisticRegressionCV(Cs=[0.1, 1.0, 10.0], cv=3, patience=None, solver="nystrom", n_components=100,
+                                       random_state=0).set_callbacks(rec)
+    model.fit(X, y)
+    assert len(rec.problems()) == 3 + 1  # three values of C, the refit
+    assert all(rec.leaves(k) for k in range(4))
+    assert [name for name, _ in rec.ends][-1] == "fit"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quick = KernelLogisticRegressionCV(Cs=[0.1, 1.0, 10.0], cv=3, solver="nystrom", n_components=100,
+                                           time_limit=1e-6).fit(X, y)
+    assert any("time_limit" in str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning))
+    assert len(quick.cv_results_["params"]) == 1 and quick.predict_proba(X).shape == (len(y), 2)
+
+
+def test_klr_cv_on_the_exact_route_passes_callbacks_and_time_limit_to_its_search():
+    from sparsekernel import KernelLogisticRegressionCV
+
+    X, y = _data(n=300)
+    rec = Recorder()
+    KernelLogisticRegressionCV(Cs=[0.1, 1.0], cv=3, patience=None).set_callbacks(rec).fit(X, y)
+    assert [name for name, _ in rec.ends] == ["search", "fit"]  # (its own tasks: the search's go to
+    bar = callback.ProgressBar()                                  #  auto-propagated callbacks)
+    KernelLogisticRegressionCV(Cs=[0.1, 1.0], cv=3, patience=None).set_callbacks(bar).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        KernelLogisticRegressionCV(Cs=[1e3, 1e4], cv=2, tol=1e-9, time_limit=1e-6).fit(X, y)
+    assert any("time_limit" in str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning))

@@ -25,7 +25,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._base import check_positive, n_threads, resolve_gamma
+from ._base import (CallbackSupportMixin, FitMonitor, check_positive, check_time_limit, n_threads, resolve_gamma,
+                    with_callbacks)
 from ._compact import independent_columns
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, _log_proba
 from .model_selection import PathSearchCV, _candidate_key
@@ -110,7 +111,7 @@ class _StoppedPathSearchCV(PathSearchCV):
                 return
 
 
-class _BaseKLRCV(ClassifierMixin, BaseEstimator):
+class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery: the search along the grid, the choice and the delegation to ``estimator_``."""
 
     _model = None  # the estimator searched
@@ -125,6 +126,7 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
 
     def _check_cv_params(self):
         Cs = c_grid(self.Cs)
+        check_time_limit(self.time_limit)
         if not isinstance(self.refit, (bool, np.bool_)):
             raise ValueError(f"refit must be True or False, got {self.refit!r}")
         if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0):
@@ -141,6 +143,7 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
         """The index of the chosen candidate in the search's cv_results_."""
         return int(np.argmin(results["rank_test_score"]))
 
+    @with_callbacks
     def fit(self, X, y, sample_weight=None):
         """Cross-validate the grid of C on (X, y), then (``refit=True``) fit the chosen candidate on
         all of X.
@@ -172,13 +175,29 @@ class _BaseKLRCV(ClassifierMixin, BaseEstimator):
             refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose)
         if stopped:
             search.stop_after = patience
-        if self._shares_a_basis(model, X, sample_weight):
-            # (on one basis every candidate keeps the same points: S-KLR-CV's walk stops as KLR-CV's)
-            walk = patience if patience is not None or self._model is KernelLogisticRegression else 1
-            search = _SharedBasisPath(self, model, Cs, walk).fit(X, y, sample_weight)
-        else:
-            fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
-            search.fit(X, y, **fit_params)
+        shared = self._shares_a_basis(model, X, sample_weight)
+        # progress (verbose, scikit-learn's callbacks) and time_limit: on the shared basis one task
+        # per value of C and one for the refit; the general search reports as PathSearchCV does
+        monitor = FitMonitor(self, len(Cs) + 1 if shared else 1, tol=float(self.tol), X=X, y=y,
+                             metric="decrement")
+        try:
+            if shared:
+                # (on one basis every candidate keeps the same points: S-KLR-CV's walk stops as KLR-CV's)
+                walk = patience if patience is not None or self._model is KernelLogisticRegression else 1
+                search = _SharedBasisPath(self, model, Cs, walk, monitor).fit(X, y, sample_weight)
+            else:
+                fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
+                search.set_params(time_limit=self.time_limit)
+                if monitor.ctx is not None:  # the search's task tree goes under a leaf of this fit's
+                    task = monitor.ctx.subcontext(task_name="search")
+                    task.call_on_fit_task_begin(estimator=self)
+                    with task.propagate_callback_context(search):  # (auto-propagated callbacks: ProgressBar)
+                        search.fit(X, y, **fit_params)
+                    task.call_on_fit_task_end(estimator=self)
+                else:
+                    search.fit(X, y, **fit_params)
+        finally:
+            monitor.close()
         results = search.cv_results_
         best = self._choose(results)
         self.cv_results_ = results
@@ -314,6 +333,12 @@ _CV_PARAMS_DOC = """
         Fits at once (threads); None lets the search decide (:class:`PathSearchCV`).
     verbose : int, default=0
         The search's verbosity.
+    time_limit : float or None, default=None
+        Seconds for the whole fit, search and refit: the search stops at the budget and keeps the
+        candidates it scored, the refit returns its current iterate, with a ConvergenceWarning
+        (as :class:`PathSearchCV`'s and the estimators' ``time_limit``). Progress goes to
+        scikit-learn's callbacks (``set_callbacks``): on the shared-basis route one task per value
+        of C and one for the refit.
     kernel, degree, gamma, coef0, bound, tol, shrinking, cache_size, class_weight, max_iter, solver, n_components, basis, random_state :
         As :class:`KernelLogisticRegression`. gamma='scale' (or 'auto') is resolved once on the whole
         training set and used by every fold and by the final model (``gamma_``).
@@ -388,10 +413,11 @@ class KernelLogisticRegressionCV(_BaseKLRCV):
         return int(self.patience)
 
     def __init__(self, Cs=6, *, cv=None, scoring="neg_log_loss", patience=1, refit=True, n_jobs=None, verbose=0,
-                 kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto", tol=1e-3, shrinking=True,
-                 cache_size=1000, class_weight=None, max_iter=-1, solver="auto", n_components="auto",
+                 time_limit=None, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto", tol=1e-3,
+                 shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, solver="auto", n_components="auto",
                  basis="uniform", random_state=None):
         self.Cs = Cs
+        self.time_limit = time_limit
         self.cv = cv
         self.patience = patience
         self.scoring = scoring
@@ -472,10 +498,11 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     _model = SparseKernelLogisticRegression
 
     def __init__(self, Cs=6, *, lams="auto", max_kept=0.3, size_tolerance=0.05, cv=None, scoring="neg_log_loss",
-                 refit=True, n_jobs=None, verbose=0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto",
-                 tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1, solver="auto",
-                 n_components="auto", basis="uniform", random_state=None):
+                 refit=True, n_jobs=None, verbose=0, time_limit=None, kernel="rbf", degree=3, gamma="scale",
+                 coef0=0.0, bound="auto", tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1,
+                 solver="auto", n_components="auto", basis="uniform", random_state=None):
         self.Cs = Cs
+        self.time_limit = time_limit
         self.lams = lams
         self.max_kept = max_kept
         self.size_tolerance = size_tolerance
@@ -575,6 +602,10 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
 #: The basis of the shared-basis search (_SharedBasisPath) at n_components='auto': this many uniform
 #: training points (fewer when the training set or the memory budget is smaller).
 CV_COMPONENTS = 512
+#: The fold solves of the shared-basis search stop at this times the estimator's tol (the refit at
+#: tol): J to about 1e-5 relative moves a fold's held-out log-loss by less than the spread between
+#: folds (benchmarks/results/proba.md).
+FOLD_TOL_SCALE = 10.0
 
 
 class _SharedBasisPath:
@@ -595,8 +626,8 @@ class _SharedBasisPath:
     Exposes what the CV estimators read of a search: ``cv_results_``, ``n_splits_``,
     ``best_estimator_`` (with refit)."""
 
-    def __init__(self, owner, model, Cs, patience):
-        self.owner, self.model, self.Cs, self.patience = owner, model, list(Cs), patience
+    def __init__(self, owner, model, Cs, patience, monitor):
+        self.owner, self.model, self.Cs, self.patience, self.monitor = owner, model, list(Cs), patience, monitor
 
     def fit(self, X, y, sample_weight=None):
         from sklearn.base import clone
@@ -650,10 +681,18 @@ class _SharedBasisPath:
             W[-1] = np.log((Cm * (Y > 0)).sum(axis=0) / (Cm * (Y < 0)).sum(axis=0))
             return W
 
-        def solve(C, Y, Cm, W0, P):
+        monitor = self.monitor
+
+        def solve(C, Y, Cm, W0, P, stage, tol=tol):
+            progress = monitor.problem_if_needed(stage)
+            report = None if progress is None else (lambda it, dec, n: progress(it, float(np.max(dec)), n))
             with one_thread("blas"):
-                return newton_columns(CompactProblem(A, Kzz, Y, C * Cm, 0.0), start(Y, Cm) if W0 is None else W0,
-                                      tol=tol, max_iter=max_iter, rng=rng, n_subsample=n_sub, precond=P)
+                r = newton_columns(CompactProblem(A, Kzz, Y, C * Cm, 0.0), start(Y, Cm) if W0 is None else W0,
+                                   tol=tol, max_iter=max_iter, rng=rng, n_subsample=n_sub, precond=P,
+                                   progress=report, deadline=monitor.deadline)
+            if progress is not None:
+                progress.end(int(r["n_iter"].max()), float(np.max(r["decrement"])), N, int(r["status"].max()))
+            return r
 
         def states(r, columns):
             out = []
@@ -695,7 +734,7 @@ class _SharedBasisPath:
         rows_scores, params, fold_W = [], [], []
         best, since_best = -np.inf, 0
         for C in (self.Cs[i] for i in order):  # the grid's own values (its candidates' keys)
-            r = solve(float(C), Y, Cbase[:, None] * mask, W, P)
+            r = solve(float(C), Y, Cbase[:, None] * mask, W, P, len(params), tol=FOLD_TOL_SCALE * tol)
             W, P = r["w"], r["precond"]
             fold_W.append(W)
             rows_scores.append([fold_score(r, k, float(C)) for k in range(n_folds)])
@@ -707,13 +746,15 @@ class _SharedBasisPath:
                 since_best += 1
             if self.patience is not None and len(self.Cs) > self.patience + 1 and since_best >= self.patience:
                 break
+            if monitor.out_of_time() or (r["status"] == 2).any():  # time_limit, or a callback asked to stop
+                break
         self.cv_results_ = self._results(params, rows_scores)
         if owner.refit:
             b = owner._choose(self.cv_results_)
             C = float(params[b]["C"])
             W0 = fold_W[b].reshape(len(cols) + 1, n_folds, n_prob).mean(axis=1)
             Y1 = np.column_stack(problems)
-            r = solve(C, Y1, np.repeat(Cbase[:, None], n_prob, axis=1), W0, None)
+            r = solve(C, Y1, np.repeat(Cbase[:, None], n_prob, axis=1), W0, None, len(self.Cs))
             self.best_estimator_ = fitted(C, states(r, range(n_prob)), np.arange(N), on_keep=True)
         return self
 
