@@ -218,6 +218,24 @@ def report(store, sets, complete, max_train, note=None):
     store.write_md("Every estimator at its defaults (issue 35)", body, complete)
 
 
+def run_models(store, name, data, cfg, models, repeats, run=run_one):
+    """The set's info and every model not stored yet with the same config ({**cfg, "model": m}),
+    each stored as soon as it is measured (a model that cannot fit is stored as its error)."""
+    store.put(f"{name}/info", cfg, {"n_train": len(data[1]), "n_test": len(data[3]), "d": data[0].shape[1],
+                                    "classes": len(np.unique(data[1]))})
+    for m in models:
+        key, config = f"{name}/{m}", {**cfg, "model": m}
+        if store.done(key, config):
+            continue
+        try:
+            res = run(m, data, repeats)
+        except Exception as exc:  # a peer that cannot fit is reported, not fatal
+            res = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        store.put(key, config, res)
+        print(f"{name:>20} {m:>14}: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}"
+                                                  for k, v in res.items() if k != "times"), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=csv_list(str, SETS), default=SETS)
@@ -236,19 +254,7 @@ def main(argv=None):
             if data is None:
                 print(f"{name}: missing, skipped", flush=True)
                 continue
-            store.put(f"{name}/info", {"set": name, "max_train": args.max_train}, {"n_train": len(data[1]), "n_test": len(data[3]),
-                                                       "d": data[0].shape[1], "classes": len(np.unique(data[1]))})
-            for m in args.models:
-                key, config = f"{name}/{m}", {"set": name, "model": m, "max_train": args.max_train}
-                if store.done(key, config):
-                    continue
-                try:
-                    res = run_one(m, data, args.repeats)
-                except Exception as exc:  # a peer that cannot fit is reported, not fatal
-                    res = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-                store.put(key, config, res)
-                print(f"{name:>10} {m:>14}: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}"
-                                                          for k, v in res.items() if k != "times"), flush=True)
+            run_models(store, name, data, {"set": name, "max_train": args.max_train}, args.models, args.repeats)
             report(store, SETS, complete=False, max_train=args.max_train, note=args.note)
     report(store, SETS, complete=True, max_train=args.max_train, note=args.note)
     return 0

@@ -204,20 +204,7 @@ def main(argv=None):
             if data is None:
                 print(f"{name}: missing, skipped", flush=True)
                 continue
-            cfg = _config(name, args)
-            store.put(f"{name}/info", cfg, {"n_train": len(data[1]), "n_test": len(data[3]),
-                                            "d": data[0].shape[1], "classes": len(np.unique(data[1]))})
-            for m in args.models:
-                key, config = f"{name}/{m}", {**cfg, "model": m}
-                if store.done(key, config):
-                    continue
-                try:
-                    res = run_one(m, data, args.repeats)
-                except Exception as exc:  # a peer that cannot fit is reported, not fatal
-                    res = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-                store.put(key, config, res)
-                print(f"{name:>20} {m:>12}: " + ", ".join(f"{k}={fmt(x) if isinstance(x, float) else x}"
-                                                          for k, x in res.items() if k != "times"), flush=True)
+            bench_defaults.run_models(store, name, data, _config(name, args), args.models, args.repeats, run_one)
             report(store, SETS, complete=False, args=args, note=args.note)
     report(store, SETS, complete=True, args=args, note=args.note)
     return 0
