@@ -28,6 +28,8 @@ learned expansion vectors).
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 import numpy as np
@@ -66,17 +68,21 @@ def _log1pexp(z):
 
 # ---------------------------------------------------------------------------------- the design matrix
 _POOL = {"threads": 0, "pool": None}
+_POOL_LOCK = threading.Lock()
 
 
 def _block_pool(threads):
-    """The threads of DesignMatrix's block products (one pool for the process, grown on demand)."""
-    if _POOL["threads"] < threads:
-        from concurrent.futures import ThreadPoolExecutor
+    """The threads of DesignMatrix's block products: one pool for the process, sized to the CPUs
+    (replaced by a larger one if more threads are asked for; a fit still mapping over the old one
+    keeps it until it is done, so it is never shut down under anyone)."""
+    with _POOL_LOCK:
+        if _POOL["threads"] < threads:
+            from concurrent.futures import ThreadPoolExecutor
 
-        if _POOL["pool"] is not None:
-            _POOL["pool"].shutdown(wait=False)
-        _POOL["pool"], _POOL["threads"] = ThreadPoolExecutor(threads, thread_name_prefix="sparsekernel-blocks"), threads
-    return _POOL["pool"]
+            size = max(threads, os.cpu_count() or 1)
+            _POOL["pool"] = ThreadPoolExecutor(size, thread_name_prefix="sparsekernel-blocks")
+            _POOL["threads"] = size
+        return _POOL["pool"]
 
 
 class DesignMatrix:
