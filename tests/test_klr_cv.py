@@ -282,3 +282,28 @@ def test_shared_basis_search_multiclass_weights_and_stop():
     assert model.estimator_.dual_coef_.shape == (10, 150)
     assert not np.isin(model.estimator_.support_, np.flatnonzero(w == 0)).any()
     assert model.score(X, y) > 0.9
+
+
+def test_shared_basis_refit_doubles_the_basis_and_is_stationary():
+    """At n_components='auto' the search runs on 512 points and the model is refitted on 1,024: the
+    search's 512 and 512 more. The refitted model is a stationary point of (P_M) on its basis
+    (the gradient, computed here in float64, a small fraction of the start's)."""
+    from scipy.special import expit
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = make_classification(n_samples=4500, n_features=10, n_informative=5, flip_y=0.05, random_state=3)
+    X = StandardScaler().fit_transform(X)
+    model = KernelLogisticRegressionCV(Cs=[0.3, 3.0], cv=3, patience=None, random_state=0).fit(X, y)
+    est = model.estimator_
+    assert est.solver_ == "nystrom" and est.n_expansion_ == 1024
+    Z = X[est.support_]
+    Kxz, Kzz = rbf_kernel(X, Z, gamma=model.gamma_), rbf_kernel(Z, Z, gamma=model.gamma_)
+    yy = np.where(y == model.classes_[1], 1.0, -1.0)
+    beta, b = est.dual_coef_[0], est.intercept_[0]
+
+    def gradient(beta, b):
+        r = -model.C_ * yy * expit(-yy * (Kxz @ beta + b))
+        return np.append(Kzz @ beta + Kxz.T @ r, r.sum())
+
+    g0 = gradient(np.zeros_like(beta), np.log((yy > 0).sum() / (yy < 0).sum()))
+    assert np.linalg.norm(gradient(beta, b)) <= 1e-3 * np.linalg.norm(g0)
