@@ -14,6 +14,7 @@ its size budget ``max_kept``, among the candidates whose cross-validated score i
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -656,6 +657,7 @@ class _SharedBasisPath:
         from ._base import one_thread
         from ._compact import CompactProblem, DesignMatrix, newton_columns
 
+        t_start = time.perf_counter()
         owner, model = self.owner, self.model
         cv = check_cv(owner.cv, y, classifier=True)
         splits = list(cv.split(X, y))
@@ -702,13 +704,13 @@ class _SharedBasisPath:
 
         monitor = self.monitor
 
-        def solve(C, Y, Cm, W0, P, stage, tol=tol, A=A, Kzz=Kzz):
+        def solve(C, Y, Cm, W0, P, stage, tol=tol, A=A, Kzz=Kzz, deadline=monitor.deadline):
             progress = monitor.problem_if_needed(stage)
             report = None if progress is None else (lambda it, dec, n: progress(it, float(np.max(dec)), n))
             with one_thread("blas"):
                 r = newton_columns(CompactProblem(A, Kzz, Y, C * Cm, 0.0), start(Y, Cm) if W0 is None else W0,
                                    tol=tol, max_iter=max_iter, rng=rng, n_subsample=n_sub, precond=P,
-                                   progress=report, deadline=monitor.deadline)
+                                   progress=report, deadline=deadline)
             if progress is not None:
                 progress.end(int(r["n_iter"].max()), float(np.max(r["decrement"])), N, int(r["status"].max()))
             return r
@@ -733,7 +735,9 @@ class _SharedBasisPath:
                 est.lam_, est.temperature_ = 0.0, (1.0 if n_prob == 1 else np.ones(n_prob))
             return est
 
-        M_fit = owner._refit_basis_size(base, N, M_all)
+        # the refit's basis: larger only where the search's points are (nearly) all independent (a
+        # basis whose points repeat -- skin: 182 of 512 -- already spans what the data has)
+        M_fit = owner._refit_basis_size(base, N, M_all) if len(cols) >= 0.9 * M_all else M_all
         sized = isinstance(scoring, _ScoreAndSize)
 
         def fold_score(r, k, C):
@@ -777,6 +781,7 @@ class _SharedBasisPath:
             W0 = np.zeros((M_all + 1, n_prob))  # the folds' mean solution, over every basis point
             W0[wcols] = fold_W[b].reshape(len(cols) + 1, n_folds, n_prob).mean(axis=1)
             Y1, C1 = np.column_stack(problems), np.repeat(Cbase[:, None], n_prob, axis=1)
+            search = (A, Kzz, idx, cols, wcols, W0[wcols])  # the search's basis: the refit's fallback
             # the model is refitted on a basis twice the search's (its first half that basis), where
             # n_components is 'auto' and the budget allows: the C chosen on the cheaper basis, the
             # model a richer one (REFIT_COMPONENTS)
@@ -789,8 +794,16 @@ class _SharedBasisPath:
                 cols = independent_columns(Kzz_all, cols)
                 W0 = np.concatenate([W0[:M_all], np.zeros((M_fit - M_all, n_prob)), W0[-1:]])
             wcols = np.append(cols, M_fit)
+            # the larger basis gets as long as the search took; where it needs more (skin at C = 1000:
+            # 7,000 CG steps on a basis with 3/4 of its points dependent) the model keeps the search's
+            spent = time.perf_counter() - t_start
+            ends = [t for t in (monitor.deadline, time.perf_counter() + spent if M_fit > M_all else None) if t]
             r = solve(C, Y1, C1, W0[wcols], None, len(self.Cs), A=DesignMatrix(K, cols, threads=threads),
-                      Kzz=Kzz_all[np.ix_(cols, cols)])
+                      Kzz=Kzz_all[np.ix_(cols, cols)], deadline=min(ends) if ends else None)
+            if M_fit > M_all and (r["status"] == 3).any() and not monitor.out_of_time():
+                A, Kzz, idx, cols, wcols, W0s = search
+                M_fit = M_all
+                r = solve(C, Y1, C1, W0s, None, len(self.Cs), A=A, Kzz=Kzz)
             self.best_estimator_ = fitted(C, states(r, range(n_prob), M=M_fit, wcols=wcols), np.arange(N),
                                           on_keep=True, idx=idx)
         return self
