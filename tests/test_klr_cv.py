@@ -307,3 +307,25 @@ def test_shared_basis_refit_doubles_the_basis_and_is_stationary():
 
     g0 = gradient(np.zeros_like(beta), np.log((yy > 0).sum() / (yy < 0).sum()))
     assert np.linalg.norm(gradient(beta, b)) <= 1e-3 * np.linalg.norm(g0)
+
+
+def test_shared_basis_refit_falls_back_to_the_search_basis(monkeypatch):
+    """A larger refit that runs out of its time (forced here: its solve reports the time limit)
+    leaves the model on the search's basis, and SKLR-CV's recorded sizes say so."""
+    from sparsekernel import _compact
+
+    solve = _compact.newton_columns
+
+    def out_of_time_on_the_larger_basis(problem, W0, **kwargs):
+        r = solve(problem, W0, **kwargs)
+        if W0.shape[0] - 1 > 512:
+            r["status"][:] = 3
+        return r
+
+    monkeypatch.setattr(_compact, "newton_columns", out_of_time_on_the_larger_basis)
+    X, y = _data(1300)
+    model = KernelLogisticRegressionCV(Cs=[0.3, 3.0], cv=3, solver="nystrom", random_state=0).fit(X, y)
+    assert model.estimator_.n_expansion_ == 512 and model.estimator_.converged_
+    sparse = SparseKernelLogisticRegressionCV(Cs=[0.3, 3.0], cv=3, max_kept=1.0, random_state=0).fit(X, y)
+    assert sparse.estimator_.n_expansion_ == 512
+    np.testing.assert_allclose(sparse.kept_, 512 / 1300)

@@ -802,6 +802,9 @@ class _SharedBasisPath:
                       Kzz=Kzz_all[np.ix_(cols, cols)], deadline=min(ends) if ends else None)
             if M_fit > M_all and (r["status"] == 3).any() and not monitor.out_of_time():
                 A, Kzz, idx, cols, wcols, W0s = search
+                if sized:  # the sizes recorded were the larger basis': the model keeps the search's
+                    for key in [k for k in self.cv_results_ if k.endswith("_test_kept") and "rank" not in k]:
+                        self.cv_results_[key] = self.cv_results_[key] * (M_all / M_fit)
                 M_fit = M_all
                 r = solve(C, Y1, C1, W0s, None, len(self.Cs), A=A, Kzz=Kzz)
             self.best_estimator_ = fitted(C, states(r, range(n_prob), M=M_fit, wcols=wcols), np.arange(N),
