@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
 import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table)
 import bench_svc  # noqa: E402  (scale_gamma)
+from _worker import LineWorker  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DATASETS = ("a9a", "w8a", "magic", "usps", "skin", "ringnorm")
@@ -79,25 +79,14 @@ for line in sys.stdin:
 """
 
 
-class Worker:
+class Worker(LineWorker):
     """A subprocess running WORKER with one revision of sparsekernel first on sys.path."""
 
     def __init__(self, site: str | None):
         env = dict(os.environ)
         if site:
             env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(HERE)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env, cwd="/")
-        self.module = json.loads(self.proc.stdout.readline())["ready"]
-
-    def ask(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
+        super().__init__(WORKER, str(HERE), env=env)
 
 
 def libsvm_predictions(name: str, C: float) -> tuple[str, float]:

@@ -28,11 +28,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _worker import LineWorker  # noqa: E402
 
 SETS = ("iris", "wine", "breast_cancer", "diabetes")
 CLASSIFIERS = ("SVC", "NuSVC", "OneClassSVM", "KernelLogisticRegression")
@@ -157,22 +158,11 @@ for line in sys.stdin:
 """
 
 
-class Worker:
+class Worker(LineWorker):
     """A subprocess running WORKER on one revision of sparsekernel (site: its directory; None: this one)."""
 
     def __init__(self, site: str | None):
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, site or ""], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, cwd="/")
-        self.module = json.loads(self.proc.stdout.readline())["ready"]
-
-    def ask(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
+        super().__init__(WORKER, site or "")
 
 
 def configurations(sets):
@@ -324,7 +314,6 @@ def main(argv=None) -> int:
                  for k, v in result.items()], indent=1))
     for w in workers.values():
         w.close()
-    sys.path.insert(0, str(HERE))
     import bench_svc  # noqa: E402  (the environment of the run)
 
     env = bench_svc.environment()
