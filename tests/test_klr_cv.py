@@ -329,3 +329,12 @@ def test_shared_basis_refit_falls_back_to_the_search_basis(monkeypatch):
     sparse = SparseKernelLogisticRegressionCV(Cs=[0.3, 3.0], cv=3, max_kept=1.0, random_state=0).fit(X, y)
     assert sparse.estimator_.n_expansion_ == 512
     np.testing.assert_allclose(sparse.kept_, 512 / 1300)
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-5])  # float32 and float64 kernel blocks
+def test_shared_basis_search_does_not_depend_on_the_thread_count(tol):
+    X, y = _data(900)
+    fits = [KernelLogisticRegressionCV(Cs=[0.3, 3.0, 30.0], cv=3, solver="nystrom", n_components=80, tol=tol,
+                                       random_state=0, n_jobs=n).fit(X, y) for n in (1, 2)]
+    np.testing.assert_array_equal(fits[0].scores_, fits[1].scores_)
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
