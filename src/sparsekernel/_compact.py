@@ -409,6 +409,12 @@ def newton_columns(problem, W0, *, tol, max_iter, rng, n_subsample, progress=Non
             "status": status, "precond": P}
 
 
+def start_bias(y, Ci):
+    """The weighted class log-odds log(sum_{y>0} C_i / sum_{y<0} C_i), per column of y and Ci (N x F)
+    or for one problem: the optimum of b alone at beta = 0, lam = 0 (the Newton start)."""
+    return np.log((Ci * (y > 0)).sum(axis=0) / (Ci * (y < 0)).sum(axis=0))
+
+
 # ---------------------------------------------------------------------------------- basis points
 def kmeans_basis(X, M, rng):
     """M k-means centres (k-means++ start, a few Lloyd steps on a subsample of at most 20 M points)."""
@@ -623,10 +629,8 @@ class CompactFit:
         return self.monitor is not None and self.monitor.out_of_time()
 
     def start(self, yk):
-        """w0: beta = 0 and b at the weighted class log-odds (the optimum of b alone at lam = 0)."""
-        pos = float(self.Ci[yk > 0].sum())
-        neg = float(self.Ci[yk < 0].sum())
-        return np.log(pos / neg)
+        """w0's b (beta = 0): see start_bias."""
+        return float(start_bias(yk, self.Ci))
 
     def solve_all(self, K, Kzz, w_prev=None, tol=None, cols=None, precond=None):
         """Newton on (P_M) for every problem with the block K = K(X, Z) and K_ZZ; returns the list of

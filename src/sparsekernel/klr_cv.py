@@ -170,12 +170,6 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         if isinstance(self.gamma, str) and self.kernel != "precomputed" and not callable(self.kernel):
             # once for every fold and the final model: the folds then share their kernel rows
             model.set_params(gamma=resolve_gamma(self.gamma, X))
-        stopped = patience is not None and len(Cs) > patience + 1
-        search = (_StoppedPathSearchCV if stopped else PathSearchCV)(
-            model, self._grid(Cs), scoring=self._scoring(), cv=self.cv, n_jobs=self.n_jobs,
-            refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose)
-        if stopped:
-            search.stop_after = patience
         shared = self._shares_a_basis(model, X, sample_weight)
         # progress (verbose, scikit-learn's callbacks) and time_limit: on the shared basis one task
         # per value of C and one for the refit; the general search reports as PathSearchCV does
@@ -187,8 +181,14 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
                 walk = patience if patience is not None or self._model is KernelLogisticRegression else 1
                 search = _SharedBasisPath(self, model, Cs, walk, monitor).fit(X, y, sample_weight)
             else:
+                stopped = patience is not None and len(Cs) > patience + 1
+                search = (_StoppedPathSearchCV if stopped else PathSearchCV)(
+                    model, self._grid(Cs), scoring=self._scoring(), cv=self.cv, n_jobs=self.n_jobs,
+                    refit=self._choose if self.refit else False, error_score="raise", verbose=self.verbose,
+                    time_limit=self.time_limit)
+                if stopped:
+                    search.stop_after = patience
                 fit_params = {} if sample_weight is None else {"sample_weight": sample_weight}
-                search.set_params(time_limit=self.time_limit)
                 if monitor.ctx is not None:  # the search's task tree goes under a leaf of this fit's
                     task = monitor.ctx.subcontext(task_name="search")
                     task.call_on_fit_task_begin(estimator=self)
@@ -655,7 +655,7 @@ class _SharedBasisPath:
         from sklearn.model_selection import check_cv
 
         from ._base import one_thread
-        from ._compact import CompactProblem, DesignMatrix, newton_columns
+        from ._compact import CompactProblem, DesignMatrix, newton_columns, start_bias
 
         t_start = time.perf_counter()
         owner, model = self.owner, self.model
@@ -699,7 +699,7 @@ class _SharedBasisPath:
 
         def start(Y, Cm):
             W = np.zeros((len(cols) + 1, Y.shape[1]))
-            W[-1] = np.log((Cm * (Y > 0)).sum(axis=0) / (Cm * (Y < 0)).sum(axis=0))
+            W[-1] = start_bias(Y, Cm)
             return W
 
         monitor = self.monitor
