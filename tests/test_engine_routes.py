@@ -3,6 +3,8 @@
 - 'auto' takes the two-level ('batched') route on dense inputs of >= 32 features and >= 2000 rows
   and the pair route ('smo2') elsewhere (sparse, narrow, small, precomputed, SVR); ``solver_`` says
   which.
+- There it starts with pair steps and takes blocks only once the solve needs more than N/4 of
+  them: an easy problem is the pair route's solve, step for step (usps: 986 steps, LIBSVM's).
 - On such inputs the batched fit, with and without shrinking (shrinking exercises the block update
   of G_bar and the kernel rows extended beyond a shorter cached head), reaches the KKT conditions
   to tol, recomputed here in float64 from scikit-learn's kernel matrix, the same dual objective as
@@ -27,6 +29,21 @@ X_TRAIN, Y_TRAIN, X_TEST = X_WIDE[:2200], Y_WIDE[:2200], X_WIDE[2200:]
 
 def test_auto_takes_the_block_route_on_wide_dense_inputs():
     assert SVC().fit(X_TRAIN, Y_TRAIN).solver_ == "batched"
+
+
+def test_auto_block_route_solves_an_easy_problem_by_pairs():
+    """Few support vectors (well separated classes): the solve ends within the pair start, the same
+    solve as smo2's; solver='batched' named explicitly takes blocks from the start."""
+    X, y = make_classification(n_samples=2400, n_features=40, n_informative=10, class_sep=3.0, flip_y=0.0,
+                               random_state=5)
+    auto = SVC().fit(X, y)
+    pairs = SVC(solver="smo2").fit(X, y)
+    blocks = SVC(solver="batched").fit(X, y)
+    assert auto.solver_ == "batched" and auto.n_iter_[0] < len(y) / 4
+    assert auto.solver_stats_[0]["n_outer_iter"] == 0 and blocks.solver_stats_[0]["n_outer_iter"] > 0
+    np.testing.assert_array_equal(auto.n_iter_, pairs.n_iter_)
+    np.testing.assert_array_equal(auto.support_, pairs.support_)
+    np.testing.assert_array_equal(auto.dual_coef_, pairs.dual_coef_)
 
 
 @pytest.mark.parametrize("case", ["sparse", "narrow", "small", "precomputed", "explicit"])

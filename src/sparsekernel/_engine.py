@@ -77,6 +77,7 @@ class SolverOptions:
     shrinking: bool = True
     second_order: bool = True
     batched: bool = False  # the two-level route
+    pair_start: bool = False  # ... starting with pair steps, blocks only for a hard problem (solver.hpp)
     working_set_size: int = 0  # its q (0: chosen from N, the threads and the cache)
     conjugate: bool = False  # CSMO directions on the pair route
     cache_mb: float = 200.0
@@ -88,6 +89,7 @@ class SolverOptions:
         o.tol, o.max_iter, o.shrinking, o.second_order = float(self.tol), int(self.max_iter), bool(self.shrinking), \
             bool(self.second_order)
         o.batched, o.q, o.conjugate = bool(self.batched), int(self.working_set_size or 0), bool(self.conjugate)
+        o.pair_start = bool(self.pair_start)
         o.cache_mb, o.nthreads, o.trace = float(self.cache_mb), max(1, int(self.threads)), bool(self.trace)
         o.time_limit = float(time_limit)
         return o

@@ -368,6 +368,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             route = "csmo"
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=route != "smo1", batched=route == "batched",
+                                pair_start=self.solver == "auto",  # (read by the batched route only)
                                 working_set_size=int(getattr(self, "working_set_size", 0) or 0),
                                 conjugate=route == "csmo",
                                 cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
@@ -716,7 +717,8 @@ class SVC(_BaseSVC):
         the smo2 pair, moved along a direction conjugate to the previous one, which saves
         iterations (and kernel rows) at large C. 'auto' takes the route the benchmarks found
         fastest: 'batched' on dense inputs of at least 32 features and 2000 rows (kernel rows as
-        register-tiled blocks), 'dc' on dense rbf inputs of fewer features and at least 200,000
+        register-tiled blocks; it starts with pair steps and takes blocks once the solve needs more
+        than N/4 of them, so an easy problem is solved as 'smo2' would), 'dc' on dense rbf inputs of fewer features and at least 200,000
         rows, 'smo2' otherwise, and 'csmo' instead of 'smo2' for a warm start (``warm_start=True``,
         a path, a search) from solves that needed at least one SMO step per variable (a larger C);
         ``solver_`` says which. A dense X with at most

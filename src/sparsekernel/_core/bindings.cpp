@@ -320,6 +320,7 @@ struct SolveOptions {
     bool shrinking = true;
     bool second_order = true;
     bool batched = false;
+    bool pair_start = false;  // the batched route's pair start (solver.hpp's SolverOptions)
     int64_t q = 0;  // the batched route's working-set size (0: chosen from N, the threads and the cache)
     double cache_mb = 200.0;
     int nthreads = 1;  // resolved from n_jobs in Python
@@ -371,6 +372,7 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     opt.shrinking = options.shrinking && !trace;  // the trace's objective needs every gradient current
     opt.second_order = options.second_order;
     opt.batched = options.batched && !trace;
+    opt.pair_start = options.pair_start;
     opt.conjugate = conjugate;
     opt.nu = options.nu;
     opt.q = options.q;
@@ -604,6 +606,7 @@ NB_MODULE(_core, m) {
         .def_rw("shrinking", &SolveOptions::shrinking)
         .def_rw("second_order", &SolveOptions::second_order)
         .def_rw("batched", &SolveOptions::batched)
+        .def_rw("pair_start", &SolveOptions::pair_start)
         .def_rw("q", &SolveOptions::q)
         .def_rw("cache_mb", &SolveOptions::cache_mb)
         .def_rw("nthreads", &SolveOptions::nthreads)

@@ -56,6 +56,9 @@ struct SolverOptions {
     bool shrinking = true;
     bool second_order = true;
     bool batched = false;
+    // the batched route starts with pair steps and takes blocks only once a solve needs more than
+    // kPairStartShare N of them (solve_batched)
+    bool pair_start = false;
     bool conjugate = false;  // CSMO directions on the pair route (quadratic terms only)
     // the nu formulations' second equality (Chang & Lin 2001; LIBSVM's Solver_NU): the sum of a within
     // each label class stays that of a0, so pairs are chosen within one class (pair route only)
@@ -1071,12 +1074,31 @@ private:
         return gap;
     }
 
+    // The pair start of the batched route: an easy problem (few steps per variable) needs few kernel
+    // rows, and the pair route reuses them from the cache, while every block computes q new rows
+    // (usps, 5,000 rows: 986 pair steps and 348 rows against 1,263 steps and 1,290 rows in blocks).
+    static constexpr double kPairStartShare = 0.25;
+
     void solve_batched(SolverResult& res) {
         const int64_t q = choose_block_size();
         res.q = q;
         if (q < 4) {  // no room for a block: the pair route
             solve_pairs_into(res);
             return;
+        }
+        if (opt_.pair_start) {
+            const int64_t budget = std::max<int64_t>(1, int64_t(kPairStartShare * double(l_)));
+            const int64_t max_iter = opt_.max_iter;
+            if (max_iter < 0 || budget < max_iter) {
+                opt_.max_iter = budget;
+                solve_pairs_into(res);
+                opt_.max_iter = max_iter;
+                if (res.status != kMaxIter) return;  // converged (or interrupted) on the pair route
+                res.status = kConverged;
+            } else {
+                solve_pairs_into(res);
+                return;
+            }
         }
         std::vector<int64_t> B;
         std::vector<char> taken(l_, 0);
