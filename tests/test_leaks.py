@@ -5,8 +5,8 @@ at interpreter exit. hypothesis (the fuzz tests) appends its timing hook to ``gc
 interpreter clears only after the modules are torn down; the hook's globals lead to pytest's assertion
 rewriter, its config, the session and every collected item, and with them to the estimators built in
 ``parametrize`` lists and fitted by the tests. A fitted model kept its C++ view of the support vectors
-(``_sv_core``), a warm-start estimator its engine sessions, and a ``KernelSpec`` (even the module
-constant ``_expansion._LINEAR``) its cached ``KernelParams``: all of them were still alive when
+(``_sv_core``), a warm-start estimator its engine sessions, and a ``KernelSpec`` (even a module
+constant) its cached ``KernelParams``: all of them were still alive when
 nanobind counted. Now a KernelSpec keeps no core object, and the objects that keep one between calls
 (a model's view, an estimator's own warm-start sessions) drop it at interpreter exit.
 
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_iris, make_classification
 
 from sparsekernel import SVC, KernelLogisticRegression, PathSearchCV, _base, _core
-from sparsekernel._expansion import _LINEAR
+from sparsekernel._engine import KernelSpec
 
 _CORE_TYPES = tuple(t for t in vars(_core).values() if isinstance(t, type))
 
@@ -115,8 +115,9 @@ def test_objects_keeping_core_objects_release_them():
     refit = warm.set_params(C=2.0).fit(X, y)  # warm-started from the kept states, sessions opened again
     assert all(s["warm_started"] for s in refit.solver_stats_) and store._sessions
     # a KernelSpec (the key of states and sessions, and module constants) keeps no core object
-    assert isinstance(_LINEAR.core, _core.KernelParams)
-    assert not [v for v in vars(_LINEAR).values() if isinstance(v, _CORE_TYPES)]
+    spec = KernelSpec("linear", 1.0, 0.0, 1)
+    assert isinstance(spec.core, _core.KernelParams)
+    assert not [v for v in vars(spec).values() if isinstance(v, _CORE_TYPES)]
 
 
 _CHILD = textwrap.dedent("""

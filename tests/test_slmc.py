@@ -42,6 +42,7 @@ import numpy as np
 import pytest
 import scipy.linalg as la
 import scipy.sparse as sp
+import sklearn.svm
 from scipy.optimize import minimize
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification, make_moons
 from sklearn.exceptions import ConvergenceWarning
@@ -90,7 +91,7 @@ def _kernel(name, threads=1):
 
 
 def _inner(y, C=1.0, tol=1e-10):
-    return InnerSVM(y, np.full(len(y), float(C)), tol, 10, 1)
+    return InnerSVM(y, np.full(len(y), float(C)), tol)
 
 
 def _fd_gradient(objective, Z, h=1e-5):
@@ -375,6 +376,46 @@ def test_inner_solve_matches_primal_qp(kernel, C):
     # the smallest feasible slacks equals the dual value (37) of alpha, so both are optimal
     primal = 0.5 * ev.beta @ Kz @ ev.beta + C * np.maximum(0.0, 1.0 - y * f).sum()
     assert primal == pytest.approx(ev.W, rel=1e-7)
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 1e3])
+@pytest.mark.parametrize("n,d", [(300, 3), (600, 40)])
+def test_coordinate_descent_inner_solve_is_the_svm_with_a_free_bias(n, d, C):
+    """The inner solver (dual coordinate descent, multiplier rounds for b) against LIBSVM's linear SVC
+    to tight tolerances: the same dual optimum, the same bias, y'a = 0 and the KKT conditions at b;
+    low-rank features (d = 3: many free variables) and C up to 1e3. A warm start from its own
+    solution stays at the optimum; one from another problem's reaches it too."""
+    rng = np.random.default_rng(n + d)
+    Phi = rng.standard_normal((n, d)) / np.sqrt(d)
+    y = np.sign(Phi @ rng.standard_normal(d) + 0.3 + 0.4 * rng.standard_normal(n))
+    tol = 1e-8
+    inner = InnerSVM(y, np.full(n, C), tol)
+    alpha, b = inner.solve(Phi)
+    # coordinate descent alone up to C = 1; close to hard-margin the pair SMO finishes
+    assert (inner.last["status"] == 0 and inner.engine_solves == 0) or C > 1
+    ref = sklearn.svm.SVC(kernel="linear", C=C, tol=1e-10).fit(Phi, y)
+    a_ref = np.zeros(n)
+    a_ref[ref.support_] = np.abs(ref.dual_coef_[0])
+
+    def dual(a):
+        w = Phi.T @ (y * a)
+        return a.sum() - 0.5 * w @ w
+
+    assert dual(alpha) == pytest.approx(dual(a_ref), rel=1e-8)
+    assert b == pytest.approx(float(ref.intercept_[0]), abs=1e-5 * max(1.0, C))
+    assert np.all(alpha >= 0) and np.all(alpha <= C) and abs(alpha @ y) <= 1e-7 * max(1.0, C)
+    G = y * (Phi @ (Phi.T @ (y * alpha)) + b) - 1.0           # KKT at b: G >= 0 at 0, <= 0 at C, = 0 between
+    lo, hi = alpha <= 0, alpha >= C
+    # (the pair SMO reads float32 rows of Q: its gradient is exact to their rounding)
+    slack = 2 * tol + (4 * 2.0**-24 * float(np.max(np.abs(Phi @ Phi.T) @ alpha)) if inner.engine_solves else 0.0)
+    assert G[lo].min(initial=0) >= -slack and G[hi].max(initial=0) <= slack
+    assert np.abs(G[~lo & ~hi]).max(initial=0) <= slack
+    again, b_again = inner.solve(Phi)                           # warm from its own solution: moves within tol
+    assert dual(again) == pytest.approx(dual(alpha), rel=1e-8) and b_again == pytest.approx(b, abs=1e-5 * max(1.0, C))
+    other = rng.standard_normal((n, d)) / np.sqrt(d)
+    inner.solve(other)
+    back, b_back = inner.solve(Phi)                             # warm from another problem's solution
+    assert dual(back) == pytest.approx(dual(a_ref), rel=1e-8 if C <= 1 else 1e-6) and b_back == pytest.approx(b, abs=1e-5 * max(1.0, C))
 
 
 # ------------------------------------------------------------------ 6. sparse KFD vs the eigenproblem

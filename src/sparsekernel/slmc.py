@@ -181,8 +181,8 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
 
     def _inner_svm(self, y, threads, token):
         """The SVM (37)-(39) with this estimator's C and inner tolerance."""
-        return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3), self._cache_mb, threads,
-                        token)
+        return InnerSVM(y, np.full(len(y), float(self.C)), getattr(self, "inner_tol", 1e-3), threads, token,
+                        cache_size=self._cache_mb)
 
     def _machinery(self, X, y, n_z, threads, token):
         """The kernel and the inner SVM of one binary problem, on as many threads as pay for its size."""
@@ -355,7 +355,8 @@ _FITTED_DOC = """
     n_iter_ : ndarray of shape (n_problems,)
         Outer (L-BFGS) iterations.
     inner_iter_ : ndarray of shape (n_problems,)
-        SMO steps of the inner SVM solves, over all outer iterations.
+        Passes (epochs) of the inner SVM solves' coordinate descent over the training points, over
+        all outer iterations (plus the pair SMO's steps where it finished a solve, see ``InnerSVM``).
     converged_ : bool
         False when some problem stopped on max_iter.
     n_kernel_evals_ : int
@@ -373,7 +374,8 @@ class SLMC(_ExpansionClassifier):
     The expansion vectors Z minimise the marginal function W(Z) (44), the optimum of the SVM
     (37)-(39) with the kernel K_z(x, x') = psi_z(x)' (K^z)^-1 psi_z(x') (40). W(Z) is evaluated by
     solving that SVM as a linear SVM with bias on the whitened empirical kernel map phi_z = T psi_z
-    (41-43; T = L^-1 for the Cholesky factor K^z = L L') with the library's SMO engine, warm-started
+    (41-43; T = L^-1 for the Cholesky factor K^z = L L') by dual coordinate descent on the N x N_z
+    features (a step costs O(N_z); the bias free, by multiplier rounds), warm-started
     from the previous outer step's dual; its gradient (46) in closed form; Z by scipy's L-BFGS.
     beta = (K^z)^-1 Psi Y alpha (45) and b come from the final inner solve.
 
@@ -401,7 +403,8 @@ class SLMC(_ExpansionClassifier):
     inner_tol : float, default=1e-3
         KKT tolerance of the inner SVM solves (SVC's tol).
     cache_size : float, default=200
-        MB of kernel-row cache for the inner solves (rows of the N x N matrix of phi_z products).
+        MB of kernel-row cache of the SVC fitted for N_z (when n_expansion is a fraction) and of the
+        inner solves' pair SMO where it takes over from coordinate descent (close to hard-margin).
     random_state : int, RandomState or None
     verbose : bool, default=False
         Print W after each outer iteration (at most once a second).

@@ -21,6 +21,7 @@
 #include "matrix.hpp"
 #include "predict.hpp"
 #include "smo/qmatrix.hpp"
+#include "linear_dual_cd.hpp"
 #include "smo/solver.hpp"
 #include "smo/terms.hpp"
 
@@ -277,6 +278,28 @@ struct ActiveSolve {
     ~ActiveSolve() { g_active_solves.fetch_sub(1); }
 };
 
+// Ctrl-C or a cancel, polled by a solve with the GIL released: signals reach the main thread only,
+// so a solve that sees one bumps the process-wide epoch and every solve running in other threads (a
+// search's parallel fits) stops too, instead of running on after the main thread has given up (and,
+// at interpreter exit, being torn down inside C++)
+struct StopRequest {
+    explicit StopRequest(CancelToken* cancel) : cancel(cancel), epoch(g_sigint_epoch.load()) {}
+    bool operator()() {
+        if ((cancel && cancel->flag.load()) || g_sigint_epoch.load() != epoch || g_stop_all.load()) interrupted = true;
+        if (interrupted) return true;
+        nb::gil_scoped_acquire acquire;
+        if (PyErr_CheckSignals() != 0) {
+            PyErr_Clear();
+            g_sigint_epoch.fetch_add(1);
+            interrupted = true;
+        }
+        return interrupted;
+    }
+    CancelToken* cancel;
+    uint64_t epoch;
+    bool interrupted = false;
+};
+
 class ProgressPoll {
 public:
     static constexpr double kInterval = 0.1;
@@ -331,6 +354,37 @@ struct SolveOptions {
     double g0_error = 0.0;  // a bound on the error of g0 (and gbar0): float32 sums (SolverOptions)
 };
 
+// The linear SVM with a free bias on explicit features Phi (N x d) by dual coordinate descent
+// (linear_dual_cd.hpp): SLMC's inner problem. a0 (N) is the start, b0 the bias to start from.
+nb::dict linear_dual_cd(DMatrix Phi, DArray y, DArray upper, DArray a0, double b0, double tol, double rho,
+                        int64_t max_epochs, CancelToken* cancel) {
+    const int64_t N = int64_t(Phi.shape(0)), d = int64_t(Phi.shape(1));
+    if (int64_t(y.shape(0)) != N || int64_t(upper.shape(0)) != N || int64_t(a0.shape(0)) != N)
+        throw std::invalid_argument("linear_dual_cd: inconsistent lengths");
+    std::vector<double> a(a0.data(), a0.data() + N);
+    StopRequest stop_requested(cancel);
+    sk::LinearDualResult res;
+    {
+        ActiveSolve active;
+        nb::gil_scoped_release release;
+        res = sk::solve_linear_dual_cd(Phi.data(), N, d, y.data(), upper.data(), a.data(), b0, tol, rho, max_epochs,
+                                       [&stop_requested] { return stop_requested(); });
+    }
+    if (stop_requested.interrupted) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        throw nb::python_error();
+    }
+    nb::dict out;
+    out["alpha"] = to_numpy(a);
+    out["b"] = res.b;
+    out["gap"] = res.gap;
+    out["feasibility"] = res.feasibility;
+    out["epochs"] = res.epochs;
+    out["rounds"] = res.rounds;
+    out["status"] = res.status;
+    return out;
+}
+
 // Solve the generic dual  min 1/2 a'Qa + sum_i psi_i(a_i), y'a = 0, lo <= a <= hi  (solver.hpp) with
 // psi_i(a) = p_i a (term 0: SVC, SVR) or C_i G(a / C_i) + p_i a (term 1: KLR / S-KLR with p = -lam).
 // problem 1 is eps-SVR: y, p, lo, hi (and a0, g0) have 2n entries for the n rows of X. A session, when
@@ -380,30 +434,15 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     opt.g0_error = std::max(0.0, options.g0_error);
     std::vector<double> trace_values;
     if (trace) opt.trace = &trace_values;
-    bool interrupted = false;
     ProgressPoll poll(time_limit, progress);
-    const uint64_t epoch = g_sigint_epoch.load();
-    // Ctrl-C or a cancel: signals reach the main thread only, so a solve that sees one bumps the
-    // process-wide epoch and every solve running in other threads (a search's parallel fits) stops
-    // too, instead of running on after the main thread has given up (and, at interpreter exit,
-    // being torn down inside C++)
-    auto stop_requested = [&interrupted, cancel, epoch]() {
-        if ((cancel && cancel->flag.load()) || g_sigint_epoch.load() != epoch || g_stop_all.load()) interrupted = true;
-        if (interrupted) return true;
-        nb::gil_scoped_acquire acquire;
-        if (PyErr_CheckSignals() != 0) {
-            PyErr_Clear();
-            g_sigint_epoch.fetch_add(1);
-            interrupted = true;
-        }
-        return interrupted;
-    };
+    StopRequest stop_requested(cancel);
+    const bool& interrupted = stop_requested.interrupted;
     opt.poll = [&stop_requested, &poll](const sk::SolverProgress& pr) {
         if (stop_requested()) return int(sk::kPollInterrupt);
         nb::gil_scoped_acquire acquire;
         return poll(pr.iter, pr.gap, pr.active_size);
     };
-    opt.interrupted = stop_requested;
+    opt.interrupted = [&stop_requested] { return stop_requested(); };
     sk::SolverResult res;
     int64_t kernel_evals = 0, hits = 0, misses = 0, peak = 0;
     {
@@ -616,6 +655,10 @@ NB_MODULE(_core, m) {
         .def_rw("time_limit", &SolveOptions::time_limit)
         .def_rw("g0_error", &SolveOptions::g0_error);
     // keyword-only: one caller (sparsekernel/_engine.py), every argument named
+    m.def("linear_dual_cd", &linear_dual_cd, nb::kw_only(), "Phi"_a, "y"_a, "upper"_a, "a0"_a, "b0"_a, "tol"_a,
+          "rho"_a, "max_epochs"_a, "cancel"_a.none(),
+          "The linear SVM with a free bias on the rows of Phi by dual coordinate descent and multiplier rounds "
+          "(linear_dual_cd.hpp): alpha, b, gap, feasibility, epochs, rounds, status (0 converged, 1 max_epochs).");
     m.def("solve", &solve, nb::kw_only(), "X"_a, "kernel"_a, "options"_a, "term"_a, "problem"_a, "y"_a, "p"_a,
           "C"_a.none(), "lo"_a, "hi"_a, "a0"_a.none(), "g0"_a.none(), "gbar0"_a.none(), "session"_a.none(), "cancel"_a.none(),
           "progress"_a.none());
