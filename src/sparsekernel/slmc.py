@@ -19,6 +19,8 @@ gradients, L-BFGS) is in ``_expansion``; the kernel derivatives in ``_kernel_gra
 
 from __future__ import annotations
 
+import copy
+import math
 import numbers
 import time
 import warnings
@@ -34,6 +36,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import expansion_working_bytes, require
 from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, DaskDispatchMixin, FitMonitor, \
     KernelEvaluator, canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, \
@@ -44,6 +47,14 @@ from ._kernel_grad import DIFFERENTIABLE_KERNELS
 __all__ = ["SLMC", "SparseKFD", "ReducedSetClassifier", "ReducedSVM"]
 
 INITS = ("random", "kmeans")
+
+# n_expansion='auto' (SLMC, SparseKFD): N_z = min(AUTO_SV_SHARE N_SV, sqrt(N)) per binary problem.
+# The paper's N_z is a tenth of the SVM's support vectors (its Tables 1-3), which keeps the test error
+# of the sets it reports; an SLMC step costs O(N N_z^2) (the whitened map) plus the inner solve's
+# O(N N_z) passes, so at 1e4-1e5 rows, where N_SV grows with N, sqrt(N) keeps a step O(N^2) and the
+# model within the prediction cost of a few hundred kernel values (benchmarks/results/sparse.md:
+# make_classification(20000): 121 XVs, 2 % of the SVs, within 0.1 point of SVC's accuracy).
+AUTO_SV_SHARE = 0.1
 
 # Below this many entries of Psi (N x N_z) a binary problem runs single-threaded: the inner SMO's
 # rows and the kernel block are then too short for OpenMP's fork-join to pay. Measured (2 cores):
@@ -119,6 +130,7 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
     classifier of this module. A subclass implements ``_fit_binary``."""
 
     _init_default = "random"
+    _auto_expansion = False  # n_expansion='auto' accepted (SLMC, SparseKFD)
     # scikit-learn's validation of these at the start of fit (the classes without them skip them)
     _parameter_constraints: dict = {
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -131,10 +143,14 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
     def _check_params(self):
         self._validate_params()
         n = self.n_expansion
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(n) or (
+        if isinstance(n, str) and n == "auto" and self._auto_expansion:
+            pass
+        elif isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(n) or (
                 isinstance(n, numbers.Integral) and n < 1) or (not isinstance(n, numbers.Integral) and not 0 < n <= 1):
-            raise ValueError(f"n_expansion must be an integer >= 1 or a float in (0, 1] (a fraction of the SVM's "
-                             f"support vectors), got {n!r}")
+            auto = "'auto', " if self._auto_expansion else ""
+            raise ValueError(f"n_expansion must be {auto}an integer >= 1 or a float in (0, 1] (a fraction of the "
+                             f"SVM's support vectors), got {n!r}")
+        parse_budget(getattr(self, "budget", None))
         check_positive("C", self.C)
         if self.kernel == "precomputed" or self.kernel not in DIFFERENTIABLE_KERNELS:
             raise ValueError(f"kernel must be one of {DIFFERENTIABLE_KERNELS} (expansion vectors move along the "
@@ -156,18 +172,44 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
         return n_threads(self.n_jobs)
 
     def _n_expansion(self, n_train, n_sv):
-        """N_z for one binary problem: the integer, or the fraction of the SVM's support vectors."""
-        if isinstance(self.n_expansion, numbers.Integral):
+        """N_z for one binary problem: the integer, the fraction of the SVM's support vectors, or
+        'auto' (min(AUTO_SV_SHARE N_SV, sqrt(N))); then at most the budget's cap."""
+        if isinstance(self.n_expansion, str):
+            n_z = max(1, min(math.ceil(AUTO_SV_SHARE * n_sv), math.ceil(math.sqrt(n_train))))
+        elif isinstance(self.n_expansion, numbers.Integral):
             n_z = int(self.n_expansion)
         else:
             n_z = max(1, int(round(float(self.n_expansion) * n_sv)))
         if n_z > n_train:
             raise ValueError(f"n_expansion={self.n_expansion!r} asks for {n_z} expansion vectors but there are only "
                              f"{n_train} training samples")
-        return n_z
+        cap = self.__dict__.get("_budget_cap")
+        return n_z if cap is None else min(n_z, cap)
 
     def _needs_reference_svc(self):
         return not isinstance(self.n_expansion, numbers.Integral)
+
+    def _set_budget_cap(self, X, n_problems, threads):
+        """The cap on N_z per problem from ``budget`` (None without one): the number itself, or the
+        largest expansion whose measured prediction pass fits the latency (_budget)."""
+        budget = parse_budget(getattr(self, "budget", None))
+        if budget is None:
+            self._budget_cap = None
+        elif budget[0] == "size":
+            self._budget_cap = budget[1]
+        else:
+            self._budget_cap = calibrate_expansion(lambda n_z: self._stand_in(X, n_z, n_problems), X, budget[1])
+
+    def _stand_in(self, X, n_z, n_problems):
+        """A copy of this estimator fitted, as far as predict needs, with n_z expansion vectors per
+        problem (rows of X, coefficients 1 / n_z): what a model of that size costs to predict with."""
+        model = copy.copy(self)
+        Z = X[:n_z]
+        Z = Z.toarray() if sp.issparse(Z) else np.array(Z, dtype=np.float64)
+        model.expansion_vectors_ = np.vstack([Z] * n_problems)
+        model.dual_coef_ = np.full((n_problems, n_problems * n_z), 1.0 / n_z)
+        model.intercept_ = np.zeros(n_problems)
+        return model
 
     def _reference_svc(self, X, y, threads):
         """The full SVM with the same C and kernel (the paper's N_SV, and the RS baselines' w)."""
@@ -230,6 +272,7 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
         else:
             targets = [np.where(y_enc == k, 1.0, -1.0) for k in range(len(self.classes_))]
         seeds = check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1, size=len(targets))
+        self._set_budget_cap(X, len(targets), threads)
         workers = min(threads, len(targets))
         inner = 1 if workers > 1 else threads
         # the budget holds for the problems fitted at once (each has a reference SVC and an inner SVM)
@@ -249,6 +292,7 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
         monitor.close()
         self._store(results, X.shape[1])
         self.fit_time_ = time.perf_counter() - t0
+        self.prediction_cost_ = prediction_cost(self, X)
         warn_if_stopped_early(self, [r.get("status", STATUS_CONVERGED if r.get("converged", True) else STATUS_MAX_ITER)
                                     for r in results], self._max_iter_message())
         return self
@@ -318,11 +362,28 @@ def _learned_result(run, final, kernel, inner, n_sv):
             "inner_iter": inner.n_iter}
 
 
-_COMMON_DOC = """
+_N_EXPANSION_DOC = """
     n_expansion : int or float, default=0.1
         N_z, the number of expansion vectors per binary problem: an integer, or a float in (0, 1]:
         that fraction of the support vectors of an SVC fitted with the same C and kernel (the paper's
-        N_z / N_SV; the SVC is fitted for it).
+        N_z / N_SV; the SVC is fitted for it)."""
+
+_AUTO_EXPANSION_DOC = """
+    n_expansion : 'auto', int or float, default='auto'
+        N_z, the number of expansion vectors per binary problem. 'auto': min(N_SV / 10, sqrt(N)),
+        N_SV the support vectors of an SVC fitted with the same C and kernel on the N training
+        points: the paper's tenth of the support vectors on small sets; at 1e4-1e5 points, where
+        N_SV grows with N, sqrt(N) (122 at 15,000 points, 317 at 1e5), which keeps the fit's steps
+        O(N^2) and the model at a few hundred kernel values per prediction (measured in
+        benchmarks/results/sparse.md). An integer, or a float in (0, 1]: that fraction of N_SV.
+    budget : None, int or str, default=None
+        The model size the fit may not exceed: an int caps N_z (per binary problem); a latency
+        such as '20us' (units us, ms, s) caps it at the largest expansion whose prediction, measured
+        on this machine at the start of the fit with the fitted kernel and ``n_jobs``, costs at
+        most that per sample (for k > 2 classes, all k problems' vectors together). The fitted
+        model reports its measured cost in ``prediction_cost_``. Not used with an array ``init``."""
+
+_COMMON_DOC = """
     C : float, default=1.0
         The SVM's C in (37)-(39).
     kernel : {'rbf', 'poly', 'sigmoid', 'laplacian', 'linear'}, default='rbf'
@@ -364,6 +425,9 @@ _FITTED_DOC = """
     jitter_ : ndarray of shape (n_problems,)
         The diagonal jitter added to K^z (B^z for SparseKFD) at the final Z (0 when none was needed).
     fit_time_ : float
+    prediction_cost_ : float
+        Seconds per sample of ``predict`` measured after the fit on up to 2,048 training rows (best
+        of three passes; this machine, ``n_jobs``).
 """
 
 
@@ -380,7 +444,7 @@ class SLMC(_ExpansionClassifier):
     beta = (K^z)^-1 Psi Y alpha (45) and b come from the final inner solve.
 
     Parameters
-    ----------""" + _COMMON_DOC + """
+    ----------""" + _AUTO_EXPANSION_DOC + _COMMON_DOC + """
     init : {'random', 'kmeans'} or ndarray of shape (N_z, n_features), default='random'
         Initial XVs: distinct training points drawn at random (the paper's Table 1), k-means centres
         (Table 2), or given (the array then sets N_z; n_expansion is ignored).
@@ -430,11 +494,13 @@ class SLMC(_ExpansionClassifier):
     """
 
     _stop_window = WINDOW
+    _auto_expansion = True
 
-    def __init__(self, n_expansion=0.1, *, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3, init="random",
-                 max_iter=500, tol=3e-3, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
-                 verbose=False, time_limit=None):
+    def __init__(self, n_expansion="auto", *, budget=None, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
+                 init="random", max_iter=500, tol=3e-3, inner_tol=1e-3, cache_size=200, random_state=None,
+                 n_jobs=None, verbose=False, time_limit=None):
         self.n_expansion = n_expansion
+        self.budget = budget
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -470,7 +536,7 @@ class SparseKFD(_ExpansionClassifier):
     the found Z with C.
 
     Parameters
-    ----------""" + _COMMON_DOC + """
+    ----------""" + _AUTO_EXPANSION_DOC + _COMMON_DOC + """
     mu : float, default=1e-4
         Regulariser of the within-class covariance, B^ = B + mu I (the paper gives no value). B is
         the covariance (scatter / N), so mu is on the kernel's scale whatever N. The default is the
@@ -510,11 +576,13 @@ class SparseKFD(_ExpansionClassifier):
 
     _init_default = "kmeans"
     _stop_window = WINDOW
+    _auto_expansion = True
 
-    def __init__(self, n_expansion=0.1, *, mu=1e-4, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
-                 init="kmeans", max_iter=500, tol=5e-3, inner_tol=1e-3, cache_size=200, random_state=None,
+    def __init__(self, n_expansion="auto", *, budget=None, mu=1e-4, C=1.0, kernel="rbf", gamma="scale", coef0=0.0,
+                 degree=3, init="kmeans", max_iter=500, tol=5e-3, inner_tol=1e-3, cache_size=200, random_state=None,
                  n_jobs=None, verbose=False, time_limit=None):
         self.n_expansion = n_expansion
+        self.budget = budget
         self.mu = mu
         self.C = C
         self.kernel = kernel
@@ -556,7 +624,7 @@ class ReducedSetClassifier(_ExpansionClassifier):
     (37)-(39) on the found Z (45), as SLMC does (section 4.1).
 
     Parameters
-    ----------""" + _COMMON_DOC + """
+    ----------""" + _N_EXPANSION_DOC + _COMMON_DOC + """
     method : {'rs', 'mrs'}, default='rs'
     n_init : int, default=3
         Random starts of the minimisation of (4).
@@ -629,7 +697,7 @@ class ReducedSVM(_ExpansionClassifier):
     (section 4.2), i.e. SLMC with max_iter=0.
 
     Parameters
-    ----------""" + _COMMON_DOC + """
+    ----------""" + _N_EXPANSION_DOC + _COMMON_DOC + """
     method : {'rsvm', 'mrsvm'}, default='rsvm'
     Cs : sequence of float or None, default=None
         The RSVM's grid of C for its 5-fold cross-validation (None: 10^-2 ... 10^3).

@@ -357,7 +357,7 @@ struct SolveOptions {
 // The linear SVM with a free bias on explicit features Phi (N x d) by dual coordinate descent
 // (linear_dual_cd.hpp): SLMC's inner problem. a0 (N) is the start, b0 the bias to start from.
 nb::dict linear_dual_cd(DMatrix Phi, DArray y, DArray upper, DArray a0, double b0, double tol, double rho,
-                        int64_t max_epochs, CancelToken* cancel) {
+                        int64_t max_epochs, CancelToken* cancel, double gap_tol) {
     const int64_t N = int64_t(Phi.shape(0)), d = int64_t(Phi.shape(1));
     if (int64_t(y.shape(0)) != N || int64_t(upper.shape(0)) != N || int64_t(a0.shape(0)) != N)
         throw std::invalid_argument("linear_dual_cd: inconsistent lengths");
@@ -368,7 +368,7 @@ nb::dict linear_dual_cd(DMatrix Phi, DArray y, DArray upper, DArray a0, double b
         ActiveSolve active;
         nb::gil_scoped_release release;
         res = sk::solve_linear_dual_cd(Phi.data(), N, d, y.data(), upper.data(), a.data(), b0, tol, rho, max_epochs,
-                                       [&stop_requested] { return stop_requested(); });
+                                       [&stop_requested] { return stop_requested(); }, gap_tol);
     }
     if (stop_requested.interrupted) {
         PyErr_SetNone(PyExc_KeyboardInterrupt);
@@ -382,6 +382,8 @@ nb::dict linear_dual_cd(DMatrix Phi, DArray y, DArray upper, DArray a0, double b
     out["epochs"] = res.epochs;
     out["rounds"] = res.rounds;
     out["status"] = res.status;
+    out["duality_gap"] = res.duality_gap;
+    out["stopped_on_gap"] = res.stopped_on_gap;
     return out;
 }
 
@@ -656,7 +658,7 @@ NB_MODULE(_core, m) {
         .def_rw("g0_error", &SolveOptions::g0_error);
     // keyword-only: one caller (sparsekernel/_engine.py), every argument named
     m.def("linear_dual_cd", &linear_dual_cd, nb::kw_only(), "Phi"_a, "y"_a, "upper"_a, "a0"_a, "b0"_a, "tol"_a,
-          "rho"_a, "max_epochs"_a, "cancel"_a.none(),
+          "rho"_a, "max_epochs"_a, "cancel"_a.none(), "gap_tol"_a = 0.0,
           "The linear SVM with a free bias on the rows of Phi by dual coordinate descent and multiplier rounds "
           "(linear_dual_cd.hpp): alpha, b, gap, feasibility, epochs, rounds, status (0 converged, 1 max_epochs).");
     m.def("solve", &solve, nb::kw_only(), "X"_a, "kernel"_a, "options"_a, "term"_a, "problem"_a, "y"_a, "p"_a,
