@@ -350,17 +350,25 @@ def minimise(objective, Z0, max_iter, tol, progress=None, window=None):
     last = {}
     best = {"W": np.inf, "z": Z0.ravel().copy()}  # the lowest finite W evaluated, and where
 
-    evaluated = {}  # W at the points evaluated: an iterate's W is the one its line search saw
+    # (W, gradient) at the points evaluated: a point evaluated again (L-BFGS-B may ask twice) gets the
+    # same values, and an iterate's W in the history is the one its line search saw (W comes from an
+    # inner solve to a tolerance, warm-started from wherever the previous one ended)
+    evaluated = {}
 
     def fun(z):
         Z = z.reshape(shape)
         if not np.all(np.isfinite(z)):  # a step past the range of doubles: no decrease there
             return np.inf, np.zeros_like(z)
+        key = z.tobytes()
+        if key in evaluated:
+            W, g = evaluated[key]
+            last["z"], last["W"] = z.copy(), W
+            return W, g.copy()
         ev = objective.evaluate(Z)
         last["z"], last["W"] = z.copy(), ev.W
         if len(evaluated) >= 64:
             evaluated.clear()
-        evaluated[z.tobytes()] = ev.W
+        evaluated[key] = (ev.W, ev.grad.ravel().copy())
         if np.isfinite(ev.W) and ev.W < best["W"]:
             best["W"], best["z"] = ev.W, z.copy()
         return ev.W, ev.grad.ravel()
@@ -379,9 +387,7 @@ def minimise(objective, Z0, max_iter, tol, progress=None, window=None):
         return tol > 0 and k >= window and history[k - window] - history[k] < tol * abs(history[k])
 
     def callback(xk):
-        W = evaluated.get(xk.tobytes())
-        if W is None:
-            W = fun(xk)[0]
+        W = fun(xk)[0]  # (evaluated already, as a rule)
         history.append(W)
         last["x"] = xk.copy()
         if progress is not None:

@@ -46,7 +46,7 @@ struct LinearDualResult {
 
 // a (size N) is the start and the result; b0 the start of the bias (the previous solve's b).
 // stop() is polled once per epoch (Ctrl-C, a cancelled fit). gap_tol > 0: the solve also ends, every
-// tenth pass, when the bias has settled (rho |y'a| <= tol) and the primal-dual gap at the current b
+// tenth pass, when the bias has settled (rho |y'a| <= tol / 10) and the primal-dual gap at the current b
 // is at most gap_tol of the primal (the objective is then that close to optimal, however slowly the
 // projected gradients' spread shrinks).
 LinearDualResult solve_linear_dual_cd(const double* Phi, int64_t N, int64_t d, const double* y, const double* U,
