@@ -314,8 +314,8 @@ def cmd_usps(args):
     full = full_svc_predictors(Xtr, ytr, binary=False)
     for label, model, n_sv, t in full:
         result[label] = {"error": error(model, Xte, yte), "n_sv": n_sv, "fit_s": t}
-    sparse = {"slmc@0.05": SLMC(0.05, C=USPS_C, gamma=USPS_GAMMA, random_state=0),
-              "slmc@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, random_state=0)}
+    sparse = {"slmc@0.05": SLMC(0.05, C=USPS_C, gamma=USPS_GAMMA, init="random", random_state=0),
+              "slmc@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, init="random", random_state=0)}
     if not args.quick:
         sparse.update({"slmc_kmeans@0.1": SLMC(0.1, C=USPS_C, gamma=USPS_GAMMA, init="kmeans", random_state=0),
                        "mrsvm@0.1": ReducedSVM(0.1, method="mrsvm", C=USPS_C, gamma=USPS_GAMMA, random_state=0),
@@ -404,7 +404,7 @@ def cmd_example2(args):
     runs = {}
     for n_z, key in ((pn.EXAMPLE2["slmc_nz"], "slmc12"), (max(1, round(0.1 * n_sv)), "slmc10pct")):
         for seed in seeds:
-            model, t = timed(SLMC(n_z, C=USPS_C, gamma=USPS_GAMMA, random_state=seed).fit, Xtr, ytr)
+            model, t = timed(SLMC(n_z, C=USPS_C, gamma=USPS_GAMMA, init="random", random_state=seed).fit, Xtr, ytr)
             runs[(key, seed)] = model
             result[key].append({"seed": seed, "n_z": n_z, "error": error(model, Xte, yte), "fit_s": t,
                                 "n_iter": int(model.n_iter_[0]), "converged": bool(model.converged_)})

@@ -83,7 +83,7 @@ def test_dask_fit_equals_in_memory_fit(client, case):
     _same_fit(distributed_fit, memory)
     n_problems = len(memory.n_iter_)
     trips = int(np.sum(memory.n_iter_)) + n_problems
-    if params.get("refit_intercept"):  # the probe and the window, and perhaps an older iterate's rows
+    if memory.refit_intercept:  # the probe and the window, and perhaps an older iterate's rows
         assert trips + 2 * n_problems <= distributed_fit.round_trips_ <= trips + 3 * n_problems
     else:
         assert distributed_fit.round_trips_ == trips

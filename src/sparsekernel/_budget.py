@@ -77,7 +77,8 @@ def calibrate_expansion(probe, X, seconds):
     else:
         per = max((costs[1] - costs[0]) / (sizes[1] - sizes[0]), 1e-15)
         fixed = max(0.0, costs[0] - per * sizes[0])
-    return max(1, int((seconds - fixed) / per) if seconds > fixed else 1)
+    fits = (seconds - fixed) / per if seconds > fixed else 0.0
+    return max(1, math.floor(fits * (1.0 + 1e-12)))  # (a quotient of 24.9999999 is 25 vectors)
 
 
 def prediction_cost(model, X):

@@ -116,10 +116,12 @@ def initial_expansion(X, n_z, init, rng):
     if isinstance(init, str) and init == "kmeans":
         from sklearn.cluster import KMeans
 
-        # one OpenMP thread: KMeans' chunked sums depend on the thread count, and the model must not
+        # one OpenMP thread: KMeans' chunked sums depend on the thread count, and the model must not.
+        # One k-means++ start (w8a, 15,000 points, 123 centres: 2.0 s against 5.4 s for three, and the
+        # SLMC from it as accurate, 0.981 against 0.982)
         with warnings.catch_warnings(), one_thread("openmp"):
             warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points than clusters: separated below
-            km = KMeans(n_clusters=n_z, n_init=3, random_state=rng.randint(2**31 - 1)).fit(X)
+            km = KMeans(n_clusters=n_z, n_init=1, random_state=rng.randint(2**31 - 1)).fit(X)
         return _separate_duplicates(np.asarray(km.cluster_centers_, dtype=np.float64), X, rng)
     return np.array(init, dtype=np.float64)
 
@@ -445,9 +447,12 @@ class SLMC(_ExpansionClassifier):
 
     Parameters
     ----------""" + _AUTO_EXPANSION_DOC + _COMMON_DOC + """
-    init : {'random', 'kmeans'} or ndarray of shape (N_z, n_features), default='random'
-        Initial XVs: distinct training points drawn at random (the paper's Table 1), k-means centres
-        (Table 2), or given (the array then sets N_z; n_expansion is ignored).
+    init : {'kmeans', 'random'} or ndarray of shape (N_z, n_features), default='kmeans'
+        Initial XVs: k-means centres (the paper's Table 2; one k-means++ start), distinct training
+        points drawn at random (Table 1), or given (the array then sets N_z; n_expansion is
+        ignored). k-means by default: on w8a (15,000 points, 3 % positives, 123 XVs) random
+        points start W at 885 and end at 0.972 test accuracy (what predicting the majority class
+        gives), k-means centres start at 616 and end at 0.981 (SVC: 0.986).
     max_iter : int, default=500
         Most outer L-BFGS iterations (the paper reports 20-200). Reaching it before the stopping
         rule (``tol``) holds ends the fit with a ConvergenceWarning and ``converged_ = False``. 0
@@ -490,14 +495,14 @@ class SLMC(_ExpansionClassifier):
     >>> model[-1].expansion_vectors_.shape  # 5 learned vectors: 5 kernel values per prediction
     (5, 30)
     >>> print(f"{model.score(X_test, y_test):.2f}")
-    0.97
+    0.96
     """
 
     _stop_window = WINDOW
     _auto_expansion = True
 
     def __init__(self, n_expansion="auto", *, budget=None, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
-                 init="random", max_iter=500, tol=3e-3, inner_tol=1e-3, cache_size=200, random_state=None,
+                 init="kmeans", max_iter=500, tol=3e-3, inner_tol=1e-3, cache_size=200, random_state=None,
                  n_jobs=None, verbose=False, time_limit=None):
         self.n_expansion = n_expansion
         self.budget = budget
@@ -571,7 +576,7 @@ class SparseKFD(_ExpansionClassifier):
     >>> skfd.expansion_vectors_.shape
     (5, 30)
     >>> print(f"{model.score(X_test, y_test):.2f}")
-    0.96
+    0.97
     """
 
     _init_default = "kmeans"
