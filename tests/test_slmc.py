@@ -797,8 +797,9 @@ def test_smaller_tol_runs_longer_to_a_lower_W(moons_binary):
 
 # ------------------------------------------------------------------ 11. the size at the defaults and the budget
 def test_auto_expansion_is_a_tenth_of_the_svs_at_most_sqrt_n():
-    """n_expansion='auto': min(ceil(N_SV / 10), ceil(sqrt(N))) per problem, N_SV of the reference SVC
-    (n_support_reference_); each bound binds on one of two sets."""
+    """n_expansion='auto': min(floor(N_SV / 10), ceil(sqrt(N))) per problem (at most a tenth of the
+    support vectors), N_SV of the reference SVC (n_support_reference_); each bound binds on one of
+    two sets."""
     from sparsekernel.slmc import AUTO_SV_SHARE
 
     easy_X, easy_y = make_classification(n_samples=400, n_features=5, class_sep=2.5, flip_y=0.0, random_state=0)
@@ -809,8 +810,9 @@ def test_auto_expansion_is_a_tenth_of_the_svs_at_most_sqrt_n():
         for Est in (SLMC, SparseKFD):
             m = Est(max_iter=2, random_state=0).fit(X, y)
             n_sv = int(m.n_support_reference_[0])
-            by_sv, by_n = int(np.ceil(AUTO_SV_SHARE * n_sv)), int(np.ceil(np.sqrt(len(y))))
-            assert m.n_expansion_.tolist() == [min(by_sv, by_n)]
+            by_sv, by_n = int(np.floor(AUTO_SV_SHARE * n_sv)), int(np.ceil(np.sqrt(len(y))))
+            assert m.n_expansion_.tolist() == [max(1, min(by_sv, by_n))]
+            assert m.n_expansion_[0] <= max(1, AUTO_SV_SHARE * n_sv)
             seen.add(by_sv < by_n)
     assert seen == {True, False}
 
@@ -821,7 +823,7 @@ def test_budget_as_a_number_caps_the_expansion(moons_binary, iris):
     assert SparseKFD(20, budget=5, max_iter=2, random_state=0).fit(X, y).n_expansion_.tolist() == [5]
     assert SLMC(4, budget=50, max_iter=2, random_state=0).fit(X, y).n_expansion_.tolist() == [4]
     Xi, yi = iris
-    model = SLMC(budget=2, max_iter=2, random_state=0).fit(StandardScaler().fit_transform(Xi), yi)
+    model = SLMC(5, budget=2, max_iter=2, random_state=0).fit(StandardScaler().fit_transform(Xi), yi)
     assert model.n_expansion_.tolist() == [2, 2, 2] and model.prediction_cost_ > 0
 
 
