@@ -860,12 +860,20 @@ _ONE_THREAD_USERS = {}  # user_api -> (fits inside one_thread, the limiter that 
 @contextlib.contextmanager
 def one_thread(user_api="blas"):
     """Run the block with ``user_api`` ('blas' or 'openmp') on one thread, for results that must not
-    depend on the thread count. The setting is process-wide (threadpoolctl), so fits running at once
-    from several Python threads share it: the first to enter sets it, the last to leave restores the
-    original (nested threadpool_limits contexts, left in another order than entered, would leave it
-    at one thread)."""
+    depend on the thread count. BLAS's setting is process-wide (threadpoolctl), so fits running at
+    once from several Python threads share it: the first to enter sets it, the last to leave restores
+    the original (nested threadpool_limits contexts, left in another order than entered, would leave
+    it at one thread). OpenMP's is per thread: each thread sets and restores its own."""
     from threadpoolctl import threadpool_limits
 
+    if user_api == "openmp":
+        # OpenMP's thread count is a per-thread setting (omp_set_num_threads sets the calling thread's
+        # ICV): each Python thread sets and restores its own. Shared, a second thread entering while
+        # the first is inside ran KMeans on every thread (k-means centres of SLMC's one-vs-rest
+        # problems fitted in parallel differed in their last bits with n_jobs)
+        with threadpool_limits(limits=1, user_api="openmp"):
+            yield
+        return
     with _ONE_THREAD_LOCK:
         users, limiter = _ONE_THREAD_USERS.get(user_api, (0, None))
         if users == 0:
