@@ -19,13 +19,14 @@
 // regularised one. Each round starts from the previous round's a (and an outer caller's previous
 // solve: the feasible set does not depend on phi).
 //
-// Stopping (besides the relative duality gap, see solve_linear_dual_cd): a round ends when its projected gradients, G_i = y_i (w'phi_i + b) - 1, lie within
-// max(tol, rho |y'a|) of each other (the box problem's KKT gap, LIBSVM's meaning of tol at a fixed
-// bias; no finer than the bias's error while that is larger: inexact rounds, as in inexact augmented
-// Lagrangian methods); the solve ends when a round's box problem is solved to tol with
-// rho |y'a| <= tol / 10 (b would move by less than that). rho <= 0 takes kRhoShare of the mean of |phi_i|^2 (the scale of Q's diagonal; for the rbf kernel
-// K_z(x, x) <= 1): a larger rho couples every coordinate through rho (y'a)^2 and slows the passes, a
-// smaller one needs more rounds (measured: 200 moons points x 4 features, tol 1e-6: 554 passes at
+// Stopping (besides the relative duality gap, see solve_linear_dual_cd): a round ends when its
+// projected gradients, G_i = y_i (w'phi_i + b) - 1, lie within max(tol, rho |y'a|) of each other (the
+// box problem's KKT gap, LIBSVM's meaning of tol at a fixed bias; no finer than the bias's error while
+// that is larger: inexact rounds, as in inexact augmented Lagrangian methods); the solve ends when a
+// round's box problem is solved to tol with rho |y'a| <= tol / 10 (b would move by less than that).
+// rho <= 0 takes kRhoShare of the mean of |phi_i|^2 (the scale of Q's diagonal; for the rbf kernel
+// K_z(x, x) <= 1), plus 1 / sum U_i: a larger rho couples every coordinate through rho (y'a)^2 and
+// slows the passes, a smaller one needs more rounds (measured: 200 moons points x 4 features, tol 1e-6: 554 passes at
 // 0.1, 1,582 at 1, 658 at 0.01; 15,000 x 604, tol 1e-3: 0.38 s at 0.1 and at 1, 0.51 s at 0.03).
 #pragma once
 #include <cstdint>
