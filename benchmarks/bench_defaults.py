@@ -132,20 +132,27 @@ def model_size(model, n_train):
     return None
 
 
-def run_one(name, data, repeats):
+def fit_repeated(make, Xtr, ytr, repeats):
+    """(the last model, fit times, ConvergenceWarnings of the last fit): ``make()`` fitted ``repeats`` times."""
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.metrics import accuracy_score, log_loss
 
-    Xtr, ytr, Xte, yte = data
     times, model, n_conv = [], None, 0
     for _ in range(repeats):
-        model = make_model(name)
+        model = make()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0 = time.perf_counter()
             model.fit(Xtr, ytr)
             times.append(time.perf_counter() - t0)
         n_conv = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return model, times, n_conv
+
+
+def run_one(name, data, repeats):
+    from sklearn.metrics import accuracy_score, log_loss
+
+    Xtr, ytr, Xte, yte = data
+    model, times, n_conv = fit_repeated(lambda: make_model(name), Xtr, ytr, repeats)
     out = {"time": statistics.median(times), "times": times, "conv_warnings": n_conv,
            "acc": float(accuracy_score(yte, model.predict(Xte))), "size": model_size(model, len(ytr))}
     if hasattr(model, "predict_proba") and name not in ("slmc", "skfd") and not name.startswith("nssvc"):

@@ -31,7 +31,6 @@ import argparse
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -107,18 +106,8 @@ def model_size(model):
 
 
 def run_one(name, data, repeats):
-    from sklearn.exceptions import ConvergenceWarning
-
     Xtr, ytr, Xte, yte = data
-    times, model, n_conv = [], None, 0
-    for _ in range(repeats):
-        model = make_model(name)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            t0 = time.perf_counter()
-            model.fit(Xtr, ytr)
-            times.append(time.perf_counter() - t0)
-        n_conv = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    model, times, n_conv = bench_defaults.fit_repeated(lambda: make_model(name), Xtr, ytr, repeats)
     pred = []
     for _ in range(3):
         t0 = time.perf_counter()
