@@ -41,7 +41,8 @@ SMALL = list(bench_defaults.SETS)
 LARGE = ["classification20000", "a9a_large", "w8a_large", "magic_large", "skin_large"]
 SETS = SMALL + LARGE
 PEERS = ("svc_prob_skl", "svc_prob_ilx", "nys_lrcv")
-MODELS = ["klr_cv", "sklr_cv", "klr", "klr_smo", "klr_nystrom", *PEERS]
+ROUTES = ("klr", "klr_smo", "klr_nystrom")  # KLR() at solver='auto' and its two routes
+MODELS = ["klr_cv", "sklr_cv", *ROUTES, *PEERS]
 
 
 class Store(bench_csmo.Store):
@@ -91,11 +92,7 @@ _defaults_model = bench_defaults.make_model
 
 
 def run_one(name, data, repeats):
-    bench_defaults.make_model = make_model  # run_one of bench_defaults, with the models above
-    try:
-        return bench_defaults.run_one(name, data, repeats)
-    finally:
-        bench_defaults.make_model = _defaults_model
+    return bench_defaults.run_one(name, data, repeats, make=make_model)
 
 
 def fmt(v, spec=".3g"):
@@ -204,7 +201,12 @@ def main(argv=None):
             if data is None:
                 print(f"{name}: missing, skipped", flush=True)
                 continue
-            bench_defaults.run_models(store, name, data, _config(name, args), args.models, args.repeats, run_one)
+            # KLR()'s routes are compared with each other: their repeats interleaved
+            routes = [m for m in args.models if m in ROUTES]
+            bench_defaults.run_models(store, name, data, _config(name, args),
+                                      [m for m in args.models if m not in ROUTES], args.repeats, run_one)
+            bench_defaults.run_models(store, name, data, _config(name, args), routes, args.repeats,
+                                      interleave=(make_model, bench_defaults.describe))
             report(store, SETS, complete=False, args=args, note=args.note)
     report(store, SETS, complete=True, args=args, note=args.note)
     return 0

@@ -522,8 +522,9 @@ def test_skops_pipeline_needs_only_the_library_types(tmp_path):
 
 
 CV_MODELS = {
-    # the exact route's search (PathSearchCV) and the shared-basis route's
+    # the exact route's search (PathSearchCV), its approximate leave-one-out, the shared-basis route's
     "klr_cv": lambda: sparsekernel.KernelLogisticRegressionCV(Cs=3, cv=3),
+    "klr_cv_alo": lambda: sparsekernel.KernelLogisticRegressionCV(Cs=3, cv="alo"),
     "sklr_cv": lambda: sparsekernel.SparseKernelLogisticRegressionCV(Cs=[1.0, 100.0], cv=3, solver="smo"),
     "klr_cv_basis": lambda: sparsekernel.KernelLogisticRegressionCV(Cs=3, cv=3, solver="nystrom", n_components=30,
                                                                     random_state=0),

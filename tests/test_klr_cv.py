@@ -205,12 +205,15 @@ def test_defaults_beat_platt_on_digits():
     assert cv_model.score(Xte, yte) >= platt.score(Xte, yte) - 0.01
 
 
-@parametrize_with_checks([KernelLogisticRegressionCV(Cs=2, cv=2), SparseKernelLogisticRegressionCV(Cs=[1.0, 100.0], cv=2)],
+@parametrize_with_checks([KernelLogisticRegressionCV(Cs=2, cv=2), KernelLogisticRegressionCV(Cs=2, cv="alo"),
+                          SparseKernelLogisticRegressionCV(Cs=[1.0, 100.0], cv=2)],
                          expected_failed_checks=lambda est: {
                              "check_sample_weight_equivalence_on_dense_data":
-                                 "the folds of repeated rows differ from the folds of weighted rows",
+                                 "the folds of repeated rows differ from the folds of weighted rows (leaving "
+                                 "one of two repeated rows out keeps the other)",
                              "check_sample_weight_equivalence_on_sparse_data":
-                                 "the folds of repeated rows differ from the folds of weighted rows"})
+                                 "the folds of repeated rows differ from the folds of weighted rows (leaving "
+                                 "one of two repeated rows out keeps the other)"})
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
