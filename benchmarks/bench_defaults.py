@@ -245,7 +245,8 @@ def run_models(store, name, data, cfg, models, repeats, run=run_one, interleave=
     """The set's info and every model not stored yet with the same config ({**cfg, "model": m}),
     each stored as soon as it is measured (a model that cannot fit is stored as its error).
     ``interleave``: (make, describe) -- the models not stored are then fitted in rounds, one fit of
-    each per round, so that a drift of the machine's speed falls on all of them alike (two runs of the
+    each per round in alternating order, so that a drift of the machine's speed falls on all of them
+    alike (two runs of the
     same route, one after the other, differed by 1.4x on a 18 ms fit); ``describe(name, model,
     times, n_conv, data)`` makes each entry from its last model."""
     store.put(f"{name}/info", cfg, {"n_train": len(data[1]), "n_test": len(data[3]), "d": data[0].shape[1],
@@ -274,7 +275,9 @@ def run_models(store, name, data, cfg, models, repeats, run=run_one, interleave=
     rounds, total = 0, 0.0
     while rounds < repeats or (rounds < 10 * repeats and total < MIN_ROUNDS_TIME):
         rounds += 1
-        for m in todo:
+        # ABBA: the order reversed every other round (a fit right after another model's was 10 %
+        # slower on millisecond fits, whichever model it was)
+        for m in (todo if rounds % 2 else todo[::-1]):
             if m in errors:
                 continue
             try:
