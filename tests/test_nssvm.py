@@ -994,3 +994,63 @@ def test_dask_fit_respects_the_cap(client):
         np.testing.assert_array_equal(distributed_fit.support_, memory.support_)
         np.testing.assert_allclose(distributed_fit.dual_coef_, memory.dual_coef_, rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(distributed_fit.s_, memory.s_)
+
+
+# ------------------------------------------------------------------ the model size as a budget (issue 50)
+def _moons(n=300):
+    X, y = make_moons(n, noise=0.25, random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_budget_as_a_number_caps_the_support_like_an_int_s():
+    """budget=k bounds every problem's support vectors and level by k, and gives the fit an int s=k
+    gives (the same iterates); a budget above what 'auto' keeps changes nothing."""
+    X, y = _moons()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a small cap may cycle (said, and kept)
+        for kernel in ("linear", "rbf"):
+            free = NSSVC(kernel=kernel, random_state=0).fit(X, y)
+            k = max(2, int(free.n_support_[0]) // 2)
+            capped = NSSVC(kernel=kernel, budget=k, random_state=0).fit(X, y)
+            as_s = NSSVC(kernel=kernel, s=k, random_state=0).fit(X, y)
+            assert capped.n_support_.max() <= k and capped.s_.max() <= k
+            np.testing.assert_array_equal(capped.support_, as_s.support_)
+            np.testing.assert_allclose(capped.dual_coef_, as_s.dual_coef_, rtol=0, atol=0)
+            roomy = NSSVC(kernel=kernel, budget=len(y), random_state=0).fit(X, y)
+            np.testing.assert_array_equal(roomy.support_, free.support_)
+            assert capped.prediction_cost_ > 0
+
+
+def test_latency_budget_solves_the_measured_cost_line(monkeypatch):
+    """A latency budget: predict's cost measured at two sizes on stand-in models (training rows, the
+    fitted kernel, every problem), fitted as a + b n_s and solved; with the timing replaced by a known
+    line the cap is exact. The stand-ins predict like a fitted model."""
+    import sparsekernel._budget as B
+    import sparsekernel.nssvm
+
+    X, y = _moons()
+    seen = []
+
+    def fake_cost(model, rows):
+        n_s = model.dual_coef_.shape[1] // model.dual_coef_.shape[0]
+        assert model.support_vectors_.shape == (model.dual_coef_.shape[1], X.shape[1])
+        assert model.predict(rows[:5]).shape == (5,)
+        seen.append(n_s)
+        return 1e-6 + 2e-8 * n_s                      # 1 us + 20 ns per support vector
+
+    monkeypatch.setattr(B, "prediction_cost", fake_cost)
+    monkeypatch.setattr(sparsekernel.nssvm, "prediction_cost", lambda model, rows: 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = NSSVC(kernel="rbf", budget="1.5us", random_state=0).fit(X, y)
+        assert seen[:2] == [16, min(256, len(X))]
+        assert model.n_support_.max() <= 25 and model.s_.max() <= 25   # (1.5 - 1) us / 20 ns
+        tiny = NSSVC(kernel="rbf", budget="0.5us", random_state=0).fit(X, y)  # below a 1-vector model's cost
+        assert tiny.s_.max() == 1 and tiny.n_support_.max() <= 1
+
+
+@pytest.mark.parametrize("budget", [0, -3, True, "fast", "20", "-1us", "0us", 2.5, [5]])
+def test_bad_budget_is_a_value_error(budget):
+    X, y = _moons(60)
+    with pytest.raises(ValueError, match="budget"):
+        NSSVC(budget=budget).fit(X, y)

@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._blocks import SIGMA, InMemoryBlocks, RowBlocks, labels_of
+from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import nssvc_working_bytes, require
 from ._base import (
     one_thread,
@@ -615,6 +616,14 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         Seconds for the whole fit: the Newton loop stops at the budget with a ConvergenceWarning and
         keeps its last iterate (``converged_ = False``). Progress (iteration, ||F||, s) also goes to
         scikit-learn's callbacks (``set_callbacks``).
+    budget : None, int or str, default=None
+        The model size the fit may not exceed, as SLMC's and SparseKFD's: an int caps the support
+        vectors per binary problem (as an int ``s``, together with it: the smaller holds); a
+        latency such as '20us' (units us, ms, s) caps them at the largest number whose prediction,
+        measured on this machine at the start of the fit with the fitted kernel and ``n_jobs``,
+        costs at most that per sample (k > 2 classes: all k problems' vectors together). The linear
+        kernel predicts by w whatever the support: a latency does not cap it. A latency needs the
+        rows in memory (not a dask array). The fitted model reports ``prediction_cost_``.
 
     Attributes
     ----------
@@ -636,6 +645,8 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     n_kernel_columns_ : kernel columns K(X, x_j) computed (the working sets' new indices; 0 for the
         linear kernel)
     fit_time_ : seconds of the fit
+    prediction_cost_ : seconds per sample of ``predict`` measured after the fit on up to 2,048
+        training rows (best of three passes; this machine, ``n_jobs``); in-memory fits only
     round_trips_, round_trip_seconds_ : a fit on a dask array only: the passes that went to the
         workers (n_iter_ + 1 per problem) and the time the client waited in them
 
@@ -654,7 +665,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
 
     def __init__(self, C=0.25, c=None, s="auto", beta=1.0, adaptive=True, eta=None, tol=None, max_iter=1000,
                  kernel="linear", gamma="scale", coef0=0.0, degree=3, refit_intercept=True, t0="balanced",
-                 random_state=None, n_jobs=None, verbose=False, time_limit=None):
+                 random_state=None, n_jobs=None, verbose=False, time_limit=None, budget=None):
         self.C = C
         self.c = c
         self.s = s
@@ -673,6 +684,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.time_limit = time_limit
+        self.budget = budget
 
     def _check_params(self):
         check_positive("C", self.C)
@@ -708,7 +720,38 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
             raise ValueError(f"t0 must be 'balanced' or 'stratified', got {self.t0!r}")
         check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
         check_time_limit(self.time_limit)
+        parse_budget(self.budget)
         return float(c), n_threads(self.n_jobs)
+
+    def _budget_cap(self, X, n_problems):
+        """The cap on the support vectors per problem from ``budget`` (None without one): the number
+        itself, or the largest number whose measured prediction pass fits the latency (_budget; the
+        linear kernel predicts by w = Q alpha (72) whatever the support, so no latency caps it)."""
+        budget = parse_budget(self.budget)
+        if budget is None:
+            return None
+        if budget[0] == "size":
+            return budget[1]
+        if X is None:  # a dask fit: its rows are on the workers
+            raise ValueError("a latency budget is measured by predicting on training rows in memory; for a fit on a "
+                             "dask array give budget as a number of support vectors")
+        return calibrate_expansion(lambda n_s: self._stand_in(X, n_s, n_problems), X, budget[1])
+
+    def _stand_in(self, X, n_s, n_problems):
+        """A copy of this estimator fitted, as far as predict needs, with n_s support vectors per
+        problem (rows of X): what a model of that size costs to predict with."""
+        import copy
+
+        model = copy.copy(self)
+        support = np.tile(np.arange(n_s), n_problems)
+        model.support_ = support.astype(np.int32)
+        model.shape_fit_ = X.shape
+        model._set_support_vectors(X, model.support_)
+        model.dual_coef_ = np.full((n_problems, len(support)), 1.0 / n_s)
+        model.intercept_ = np.zeros(n_problems)
+        if self.kernel == "linear":
+            model.coef_ = np.zeros((n_problems, X.shape[1]))
+        return model
 
     def _levels(self, m, n):
         """(s0, s_max): the initial sparsity level and the cap of its growth. 'auto': the rule's
@@ -749,6 +792,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         solvers = self._solve(blocks, y_enc, m, n, c, X, y)
         self._store(solvers, lambda support: X[support], X.shape)
         self.fit_time_ = time.perf_counter() - t0
+        self.prediction_cost_ = prediction_cost(self, X)
         return self
 
     def _kernel_spec(self):
@@ -766,7 +810,10 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         if len(self.classes_) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
         s0, s_max = self._levels(m, n)
-        s_mem = s0 if isinstance(self.s, str) else s_max  # a user's level: the memory of the cap, checked up front
+        cap = self._budget_cap(X, 1 if len(self.classes_) == 2 else len(self.classes_))
+        if cap is not None:  # the budget bounds the level as an int s does
+            s0, s_max = min(s0, cap), min(s_max, cap)
+        s_mem = s0 if isinstance(self.s, str) and cap is None else s_max  # a user's level: the memory of the cap, checked up front
         require(nssvc_working_bytes(self.kernel, m, n, s_mem), f"NSSVC with s={s_mem} on {m} x {n} data",
                 "lower s" + ("" if self.kernel == "linear" else " (the kernel columns of the working set are kept: "
                              "8 m s bytes)"))
