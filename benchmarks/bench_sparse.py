@@ -14,7 +14,10 @@ reference of NSSVC's linear model).
 
 Measured: fit time of the whole pipeline (median of the repeats); test accuracy; size = support or
 expansion vectors (NSSVC: the training points it keeps); predict = the pipeline's predict time per
-test sample (median of 3 passes over the test set, in microseconds).
+test sample (median of 3 passes over the test set, in microseconds). A latency budget bounds the
+estimator's own predict, which knows nothing of the pipeline: it is checked on the estimator's
+predict of the scaled test rows (model_us; the StandardScaler adds 0.5-1.1 us per sample on w8a's
+300 and usps' 256 features), where that was measured, else on the pipeline's.
 
 Bars (issue 50): SLMC and SparseKFD fit <= 10x our SVC on every set of >= 1e4 rows, SLMC fits the
 1e5-row set in under 5 minutes; their accuracy within 0.5 point of SVC's at <= 10 % of its support
@@ -122,6 +125,14 @@ def run_one(name, data, repeats):
     cost = getattr(model.steps[-1][1], "prediction_cost_", None)
     if cost is not None:
         out["reported_us"] = 1e6 * float(cost)
+        # the estimator's own predict (what its budget bounds), on the scaled test rows
+        Xs, last = model[:-1].transform(Xte), model.steps[-1][1]
+        est = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            last.predict(Xs)
+            est.append(time.perf_counter() - t0)
+        out["model_us"] = 1e6 * statistics.median(est) / len(yte)
     return out
 
 
@@ -173,9 +184,9 @@ def report(store, sets, complete, args, note=None):
             if not ok:
                 fails["ns"].append(name)
         for m, check in (("slmc_b50", lambda r: r["size"] <= 50),
-                         ("slmc_us", lambda r: r["predict_us"] <= 1.2 * LATENCY_BUDGET_US),
+                         ("slmc_us", lambda r: r.get("model_us", r["predict_us"]) <= 1.2 * LATENCY_BUDGET_US),
                          ("nssvc_b50", lambda r: r["size"] <= 50),
-                         ("nssvc_rbf_us", lambda r: r["predict_us"] <= 1.2 * LATENCY_BUDGET_US)):
+                         ("nssvc_rbf_us", lambda r: r.get("model_us", r["predict_us"]) <= 1.2 * LATENCY_BUDGET_US)):
             r = e[m]
             if r is not None:
                 v["budget_n"] += 1
@@ -196,8 +207,8 @@ def report(store, sets, complete, args, note=None):
                      f"{e['slmc_b50']['size']} / {e['slmc_b50']['acc']:.4f}" if e["slmc_b50"] else "",
                      f"{e['slmc_us']['predict_us']:.2f} / {e['slmc_us']['acc']:.4f}" if e["slmc_us"] else "",
                      f"{e['nssvc_b50']['size']} / {e['nssvc_b50']['acc']:.4f}" if e["nssvc_b50"] else "",
-                     (f"{e['nssvc_rbf_us']['predict_us']:.2f} / {e['nssvc_rbf_us']['size']} / "
-                      f"{e['nssvc_rbf_us']['acc']:.4f}") if e["nssvc_rbf_us"] else ""])
+                     (f"{e['nssvc_rbf_us'].get('model_us', e['nssvc_rbf_us']['predict_us']):.2f} / "
+                      f"{e['nssvc_rbf_us']['size']} / {e['nssvc_rbf_us']['acc']:.4f}") if e["nssvc_rbf_us"] else ""])
     body = [__doc__.split("\n\n")[1].replace("\n", " "), "", __doc__.split("\n\n")[2].replace("\n", " "), "",
             __doc__.split("\n\n")[3].replace("\n", " "), "", *([f"Note: {note}", ""] if note else []),
             *bench_csmo.md_table(head, rows), "", "## Bars", "",

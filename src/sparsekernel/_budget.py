@@ -10,7 +10,8 @@ measured prediction cost.
 A latency budget is measured, not modelled: the fit times ``predict`` of stand-in models of
 CALIBRATION_SIZES expansion vectors (training rows, the fitted kernel, the estimator's threads) on up
 to CALIBRATION_ROWS training rows, takes the cost per sample as a + b N_z, and solves for N_z. The fitted model reports ``prediction_cost_``, seconds per sample of ``predict`` on
-up to CALIBRATION_ROWS training rows (best of three passes), whatever the budget.
+up to CALIBRATION_ROWS training rows (the median of PASSES passes: the best one promised a cost the
+median predict then missed by 1.3-1.5x on a busy 2-core machine), whatever the budget.
 """
 
 from __future__ import annotations
@@ -49,13 +50,16 @@ def parse_budget(budget):
                      f"got {budget!r}")
 
 
-def _best_of(fn, repeats=3):
-    best = math.inf
+PASSES = 5
+
+
+def _median_of(fn, repeats=PASSES):
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
 
 
 def calibrate_expansion(probe, X, seconds):
@@ -82,6 +86,6 @@ def calibrate_expansion(probe, X, seconds):
 
 
 def prediction_cost(model, X):
-    """Seconds per sample of model.predict on up to CALIBRATION_ROWS rows of X (best of three)."""
+    """Seconds per sample of model.predict on up to CALIBRATION_ROWS rows of X (median of PASSES)."""
     rows = X[:CALIBRATION_ROWS]
-    return _best_of(lambda: model.predict(rows)) / rows.shape[0]
+    return _median_of(lambda: model.predict(rows)) / rows.shape[0]

@@ -664,7 +664,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         linear kernel)
     fit_time_ : seconds of the fit
     prediction_cost_ : seconds per sample of ``predict`` measured after the fit on up to 2,048
-        training rows (best of three passes; this machine, ``n_jobs``); in-memory fits only
+        training rows (the median of five passes; this machine, ``n_jobs``); in-memory fits only
     round_trips_, round_trip_seconds_ : a fit on a dask array only: the passes that went to the
         workers (n_iter_ + 1 per problem) and the time the client waited in them
 

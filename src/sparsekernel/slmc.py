@@ -435,8 +435,8 @@ _FITTED_DOC = """
         The diagonal jitter added to K^z (B^z for SparseKFD) at the final Z (0 when none was needed).
     fit_time_ : float
     prediction_cost_ : float
-        Seconds per sample of ``predict`` measured after the fit on up to 2,048 training rows (best
-        of three passes; this machine, ``n_jobs``).
+        Seconds per sample of ``predict`` measured after the fit on up to 2,048 training rows (the
+        median of five passes; this machine, ``n_jobs``).
 """
 
 
