@@ -133,3 +133,25 @@ def test_a_team_only_where_a_step_pays_for_it():
     assert big.solver_stats_[0]["team_threads"] == 2
     assert 6000 * (4 + 20) >= _core.TEAM_MIN_OPS > 100 * (4 + 4)
     np.testing.assert_array_equal(big.dual_coef_, SVC(n_jobs=1).fit(Xb, yb).dual_coef_)
+
+
+def test_team_counters_add_up():
+    """The engine's team counters (parallel.hpp TeamStats, solver_stats_[0]['team']: the parallel
+    model's inputs, benchmarks/bench_manycore.py --model) are consistent: every loop's wall time is
+    the master's own chunks plus its wait for the helpers', the helpers' work fits in the loops'
+    wall time, the work filed by capacity is all the work, the loops are inside the solve; one
+    thread has no team and no loops."""
+    X, y = make_classification(n_samples=6000, n_features=20, random_state=0)
+    two = SVC(n_jobs=2).fit(X, y).solver_stats_[0]
+    if two["team_threads"] != 2:
+        pytest.skip("the process may use one thread only")
+    t = two["team"]
+    assert t["loops"] > 0 and t["chunks"] >= t["loops"]
+    assert t["wall_us"] == pytest.approx(t["master_work_us"] + t["wait_us"], rel=1e-9)
+    assert 0 < t["helper_work_us"] <= t["wall_us"] * 1.001 + 1.0
+    assert np.sum(t["work_by_capacity_us"]) == pytest.approx(t["master_work_us"] + t["helper_work_us"] + t["solo_us"],
+                                                            rel=1e-9)
+    assert t["wall_us"] + t["solo_us"] <= t["solve_us"]
+    assert list(t["capacity_bounds"]) == sorted(t["capacity_bounds"]) and t["capacity_bounds"][0] == 1
+    one = SVC(n_jobs=1).fit(X, y).solver_stats_[0]["team"]
+    assert one["loops"] == 0 and one["wall_us"] == 0 and one["solve_us"] > 0

@@ -148,6 +148,9 @@ class SolveResult:
     grad_error: float = 0.0  # a bound on what float32 kernel sums left in grad (solver.hpp)
     team_threads: int = 1  # the engine's team (1: too small a problem to pay for threads)
     serial_periods: int = 0  # times the team ran on one thread because its helpers kept it waiting
+    # the solve's wall time and its team's loops (parallel.hpp TeamStats: loops, wall_us,
+    # master_work_us, wait_us, helper_work_us, solo_us, work_by_capacity_us): benchmarks/bench_manycore.py
+    team: dict | None = field(default=None, repr=False)
     trace: np.ndarray | None = None
     trace_width: int | None = None
     warm_started: bool = False

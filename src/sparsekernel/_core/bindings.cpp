@@ -501,6 +501,23 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
     d["grad_error"] = res.grad_error;
     d["team_threads"] = res.threads;
     d["serial_periods"] = res.serial_periods;
+    {  // the team's loops (parallel.hpp TeamStats): the parallel model's inputs
+        nb::dict team;
+        team["solve_us"] = res.solve_us;
+        team["loops"] = res.team.loops;
+        team["chunks"] = res.team.chunks;
+        team["wall_us"] = res.team.wall_us;
+        team["master_work_us"] = res.team.master_work_us;
+        team["wait_us"] = res.team.wait_us;
+        team["helper_work_us"] = res.team.helper_work_us;
+        team["solo_loops"] = res.team.solo_loops;
+        team["solo_us"] = res.team.solo_us;
+        std::vector<double> by_cap(res.team.work_by_capacity_us, res.team.work_by_capacity_us + sk::kCapacityBuckets);
+        team["work_by_capacity_us"] = to_numpy(by_cap);
+        std::vector<double> bounds(sk::kCapacityBounds, sk::kCapacityBounds + sk::kCapacityBuckets);
+        team["capacity_bounds"] = to_numpy(bounds);
+        d["team"] = team;
+    }
     d["n_iter"] = res.iter;
     d["n_outer_iter"] = res.outer_iter;
     d["q"] = res.q;

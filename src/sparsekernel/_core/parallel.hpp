@@ -59,6 +59,32 @@ inline double ticks_per_us() {
 }
 }  // namespace detail
 
+// What a team's loops cost, for a model of the fit's time at other thread counts
+// (benchmarks/bench_manycore.py --model): per loop, from its publication to its last chunk's end
+// (wall), the master's own chunks (master_work), its wait for the helpers' chunks under way (wait),
+// and every helper's time inside chunks (helper_work); loops run on the master alone while the team
+// is serial (solo). A loop's work is also filed under its capacity, the chunks its work would make
+// at any thread count (chunks_for's work bound): kCapacityBounds[b] <= capacity < the next bound.
+// Two time-stamp reads per chunk and a few per loop: on always.
+inline constexpr int kCapacityBuckets = 12;
+inline constexpr int64_t kCapacityBounds[kCapacityBuckets] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+struct TeamStats {
+    int64_t loops = 0, chunks = 0, solo_loops = 0;
+    double wall_us = 0, master_work_us = 0, wait_us = 0, helper_work_us = 0, solo_us = 0;
+    double work_by_capacity_us[kCapacityBuckets] = {};
+};
+
+namespace detail {
+// the work bound of the loop the calling master publishes next (set by chunks_for, read by
+// Team::run; 0: unknown, the loop's chunk count then)
+inline thread_local int64_t next_capacity = 0;
+inline int capacity_bucket(int64_t capacity) {
+    int b = 0;
+    while (b + 1 < kCapacityBuckets && capacity >= kCapacityBounds[b + 1]) ++b;
+    return b;
+}
+}  // namespace detail
+
 // The chunks of one loop at a time. The master publishes a loop as `job_` = (loop number << 32) |
 // chunk count; a thread claims chunk c by raising owner_[c] to the loop number. Each thread first
 // claims the chunks of its own share (thread t of T: chunks [t n / T, (t + 1) n / T)), so a pass
@@ -70,15 +96,29 @@ public:
 
     template <class Fn>
     void run(int64_t n_chunks, Fn& fn) {
+        const int64_t capacity = detail::next_capacity > 0 ? detail::next_capacity : n_chunks;
+        detail::next_capacity = 0;
         if (serial()) {
+            const uint64_t t0 = detail::ticks();
             for (int64_t c = 0; c < n_chunks; ++c) fn(c);
+            const double us = double(detail::ticks() - t0) / detail::ticks_per_us();
+            stats_.solo_loops += 1;
+            stats_.solo_us += us;
+            stats_.work_by_capacity_us[detail::capacity_bucket(capacity)] += us;
             return;
         }
         for (int64_t first = 0; first < n_chunks; first += kMaxChunks) {  // rounds of kMaxChunks
             const int64_t n = std::min<int64_t>(kMaxChunks, n_chunks - first);
             auto part = [&fn, first](int64_t c) { fn(first + c); };
-            run_round(n, part);
+            run_round(n, part, capacity);
         }
+    }
+
+    // the loops' costs so far (the helpers' work as of their last finished chunk)
+    TeamStats stats() const {
+        TeamStats out = stats_;
+        out.helper_work_us = double(helper_ticks_.load(std::memory_order_acquire)) / detail::ticks_per_us();
+        return out;
     }
 
     // A helper's loop (thread t): serve each newly published loop. In between it spins for a few
@@ -145,22 +185,32 @@ private:
     static void invoke(void* ctx, int64_t c) { (*static_cast<Fn*>(ctx))(c); }
 
     template <class Fn>
-    void run_round(int64_t n, Fn& fn) {
+    void run_round(int64_t n, Fn& fn, int64_t capacity) {
         call_.store(&invoke<Fn>, std::memory_order_relaxed);
         ctx_.store(&fn, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
         const uint64_t loop = (job_.load(std::memory_order_relaxed) >> 32) + 1;
         const uint64_t job = (loop << 32) | uint64_t(n);
+        const uint64_t helpers_before = helper_ticks_.load(std::memory_order_acquire);
         const uint64_t t0 = detail::ticks();
         job_.store(job, std::memory_order_release);  // publishes the stores above
         work(job, 0);
+        const uint64_t t1 = detail::ticks();
+        uint64_t t2 = t1;
         // the chunks the helpers claimed: wait for them (they are under way, not waiting to start)
         if (done_.load(std::memory_order_acquire) < n) {
-            const uint64_t t1 = detail::ticks();
             while (done_.load(std::memory_order_acquire) < n) SK_CPU_RELAX();
-            const uint64_t t2 = detail::ticks();
+            t2 = detail::ticks();
             if (double(t2 - t1) > 2.0 * double(t1 - t0) + kStallUs * detail::ticks_per_us()) note_stall(t2, t2 - t1);
         }
+        const double per_us = 1.0 / detail::ticks_per_us();
+        stats_.loops += 1;
+        stats_.chunks += n;
+        stats_.wall_us += double(t2 - t0) * per_us;
+        stats_.master_work_us += double(t1 - t0) * per_us;
+        stats_.wait_us += double(t2 - t1) * per_us;
+        const uint64_t helpers = helper_ticks_.load(std::memory_order_acquire) - helpers_before;
+        stats_.work_by_capacity_us[detail::capacity_bucket(capacity)] += double(t1 - t0 + helpers) * per_us;
     }
 
     void note_stall(uint64_t now, uint64_t wait) {
@@ -187,7 +237,9 @@ private:
             uint64_t seen = owner_[c].load(std::memory_order_relaxed);
             if (seen >= loop) continue;
             if (!owner_[c].compare_exchange_strong(seen, loop, std::memory_order_acq_rel)) continue;
+            const uint64_t c0 = t ? detail::ticks() : 0;
             call_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), c);
+            if (t) helper_ticks_.fetch_add(detail::ticks() - c0, std::memory_order_acq_rel);  // (before done_)
             done_.fetch_add(1, std::memory_order_acq_rel);
         }
     }
@@ -202,6 +254,8 @@ private:
     alignas(64) std::atomic<uint64_t> owner_[kMaxChunks] = {};
     std::mutex nap_mutex_;
     std::condition_variable nap_cv_;
+    alignas(64) std::atomic<uint64_t> helper_ticks_{0};  // the helpers' time inside chunks
+    TeamStats stats_;  // the master's alone, as below
     // the master's alone: stall bookkeeping (ticks)
     uint64_t window_start_ = 0, stalled_ = 0, serial_until_ = 0;
     bool serial_ = false;
@@ -269,6 +323,7 @@ inline int64_t chunks_for(int64_t n, double cost, int nthreads) {
     const double min_chunk = detail::master_of ? kTeamChunkOps : 20000.0;
     const int64_t by_work = int64_t(total / min_chunk);
     const int64_t per_thread = by_work >= kLongPassChunks * nthreads ? 8 : 2;
+    if (detail::master_of) detail::next_capacity = std::max<int64_t>(1, std::min<int64_t>(by_work, n));
     return std::max<int64_t>(1, std::min<int64_t>({by_work, per_thread * nthreads, n}));
 }
 

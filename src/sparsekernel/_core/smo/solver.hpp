@@ -108,6 +108,8 @@ struct SolverResult {
     double grad_error = 0;
     int threads = 1;             // the team's size (1: the problem was too small to pay for one)
     int64_t serial_periods = 0;  // times the team ran on its master alone (helpers kept it waiting)
+    double solve_us = 0;         // the solve's wall time (the team's region)
+    TeamStats team;              // its loops' costs (parallel.hpp; empty on one thread)
 };
 
 template <class QM, class Term>
@@ -168,6 +170,7 @@ public:
         }
         ScopedThreadCap cap(opt_.nthreads);  // (the Q-provider's own loops too)
         res.threads = opt_.nthreads;
+        const uint64_t start = detail::ticks();
         run_in_team(opt_.nthreads, [&] {
             // a given G0 whose error would leave little of tol: recomputed here in double
             if (sums_error() > 0.25 * opt_.tol) refresh_gradient();
@@ -177,8 +180,12 @@ public:
                 solve_pairs_into(res);
             }
             finish(res);
-            if (detail::master_of) res.serial_periods = detail::master_of->serial_periods();
+            if (detail::master_of) {
+                res.serial_periods = detail::master_of->serial_periods();
+                res.team = detail::master_of->stats();
+            }
         });
+        res.solve_us = double(detail::ticks() - start) / detail::ticks_per_us();
         return res;
     }
 
