@@ -9,8 +9,8 @@ import pytest
 from sklearn.datasets import make_classification
 
 import sparsekernel._memory as memory
-from sparsekernel import (NSSVC, SLMC, SVC, SVR, InsufficientMemoryError, KernelLogisticRegression,
-                          SparseKernelLogisticRegression, SparseKFD)
+from sparsekernel import (NSSVC, SLMC, SVC, SVR, InsufficientMemoryError, KernelLogisticRegression, NuSVC, NuSVR,
+                          OneClassSVM, SparseKernelLogisticRegression, SparseKFD)
 
 # 20 features: each pair problem (2,000 rows) is large enough to be solved beside another (problem_workers)
 X3, Y3 = make_classification(n_samples=3000, n_features=20, n_informative=6, n_classes=3, random_state=0)
@@ -76,7 +76,8 @@ def test_available_bytes_reads_the_machine():
     assert free is None or free > 0
 
 
-@pytest.mark.parametrize("model", [SVC(), SVR(), KernelLogisticRegression(), SparseKernelLogisticRegression(),
+@pytest.mark.parametrize("model", [SVC(), SVR(), NuSVC(), NuSVR(), OneClassSVM(), KernelLogisticRegression(),
+                                   SparseKernelLogisticRegression(),
                                    KernelLogisticRegression(solver="nystrom", n_components=40, random_state=0),
                                    NSSVC(kernel="rbf", random_state=0), NSSVC(random_state=0),
                                    SLMC(n_expansion=5, max_iter=3, random_state=0),
@@ -89,7 +90,7 @@ def test_fit_budget_terms(model):
     X, y = make_classification(n_samples=400, n_features=6, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(X, X[:, 0] if isinstance(model, SVR) else y)
+        model.fit(X, X[:, 0] if isinstance(model, (SVR, NuSVR)) else y)
     budget = memory.fit_budget(model, X)
     assert budget.total == pytest.approx(sum(budget.terms.values()))
     assert budget.terms["X"] >= 2 * X.nbytes and budget.terms["fixed"] == memory.FIXED_BYTES
@@ -98,3 +99,12 @@ def test_fit_budget_terms(model):
         assert budget.terms["cache"] == model.cache_size * 2**20
     bigger = memory.fit_budget(model, np.vstack([X, X]))
     assert bigger.total > budget.total
+    if isinstance(model, (SVR, NuSVR)):  # 2N variables: twice the per-sample bytes of a classifier's
+        assert budget.terms["per_sample"] == 2 * memory.fit_budget(SVC(), X).terms["per_sample"]
+
+
+def test_a_model_without_a_stated_budget_is_refused_with_its_name():
+    from sklearn.linear_model import LogisticRegression
+
+    with pytest.raises(ValueError, match="no memory budget is stated for LogisticRegression"):
+        memory.fit_budget(LogisticRegression(), np.zeros((3, 2)))

@@ -4,7 +4,7 @@ The budget of a fit is its peak resident memory above what the process held befo
 
     cache_size + c * bytes(X) + k * N + F
 
-with c and k per estimator (``fit_budget`` names every term), F a fixed allowance for the thread
+with c and k per estimator (each states its terms, ``fit_budget``), F a fixed allowance for the thread
 stacks and allocator arenas of the C++ core and the numpy temporaries of validation.
 ``benchmarks/bench_memory.py`` measures it in a subprocess per fit (peak RSS; tracemalloc cannot see
 C++) on a9a, w8a and skin.
@@ -89,50 +89,39 @@ class Budget:
         return "Budget(" + ", ".join(f"{k}={v / MB:.1f} MB" for k, v in self.terms.items()) + ")"
 
 
-# c (times the bytes of X) and k (bytes per sample) of each estimator's budget:
-# - X: the validated copy (float64, int32 indices) and, for CSR, the core's CSC copy for its rows;
-# - per sample: the engine's vectors (alpha, gradient, G_bar, labels, bounds, active set, index
-#   maps), the model's output arrays; SVR has 2N variables.
-_SMO = {"SVC": (2.0, 256), "SVR": (2.0, 512), "KernelLogisticRegression": (2.0, 320),
-        "SparseKernelLogisticRegression": (2.0, 320)}
-
-
 def fit_budget(model, X, *, n_splits=None):
     """The memory budget of ``model.fit(X, y)`` as the estimators' docstrings state it (a
     :class:`Budget`), for a fitted ``model`` (the sizes a fit chose: NSSVC's largest s, the compact
-    route's basis).
+    route's basis). Each estimator states its own terms (``_fit_budget``, from the helpers below);
+    with ``n_splits``, those of a PathSearchCV of ``model`` over that many folds (SMO estimators)."""
+    terms = getattr(model, "_fit_budget", None)
+    if terms is None:
+        raise ValueError(f"no memory budget is stated for {type(model).__name__}")
+    return terms(X, n_splits=n_splits)
 
-    With ``n_splits``: a PathSearchCV of ``model`` over that many folds: each fold's kept caches
-    hold at most ``cache_size`` (a fold's binary problems share it), the shared kernel rows at most
-    N^2 float32 values (capped at SHARED_MEMORY_FRACTION of the available memory); the splitter
-    copies every fold's rows once, and the refit is not counted."""
-    name = type(model).__name__
-    n = X.shape[0]
-    xb = x_bytes(X)
+
+def smo_budget(model, X, c, k, n_splits=None, compact=None):
+    """An SMO fit's budget: cache_size + c bytes(X) + k N + F, with c and k the estimator's (c: the
+    validated copy of X, float64 with int32 indices, and for CSR the core's CSC copy for its rows;
+    k per sample: the engine's vectors -- alpha, gradient, G_bar, labels, bounds, active set, index
+    maps -- and the model's output arrays), and ``compact`` bytes of a compact KLR route's working
+    set when it has one.
+
+    With ``n_splits``: a PathSearchCV over that many folds: each fold's kept caches hold at most
+    ``cache_size`` (a fold's binary problems share it), the shared kernel rows at most N^2 float32
+    values (capped at SHARED_MEMORY_FRACTION of the available memory); the splitter copies every
+    fold's rows once, and the refit is not counted."""
+    n, xb = X.shape[0], x_bytes(X)
     cache = float(getattr(model, "cache_size", 0.0)) * MB
     if n_splits is not None:
         from ._warm import shared_rows_mb
 
-        c, k = _SMO[name]
         return Budget(cache=n_splits * cache, shared_rows=shared_rows_mb(n) * MB, X=(c + 2.0) * xb,
                       per_sample=2 * k * n, fixed=FIXED_BYTES)
-    if name in _SMO:
-        c, k = _SMO[name]
-        terms = dict(cache=cache, X=c * xb, per_sample=k * n, fixed=FIXED_BYTES)
-        if getattr(model, "solver_", None) == "nystrom":  # the block itself is within cache_size
-            terms["compact"] = compact_working_bytes(n, int(model.n_expansion_))
-        elif name != "SVC" and name != "SVR":  # the exact route's compact start (freed before SMO)
-            terms["compact"] = compact_working_bytes(n, 512)
-        return Budget(**terms)
-    if name == "NSSVC":
-        s = int(np.max(model.s_))
-        return Budget(working_set=nssvc_working_bytes(model.kernel, n, X.shape[1], s), X=2.0 * xb,
-                      per_sample=256 * n, fixed=FIXED_BYTES)
-    if name in ("SLMC", "SparseKFD"):
-        n_z = int(model.n_expansion_.max()) if np.ndim(model.n_expansion_) else int(model.n_expansion_)
-        return Budget(cache=cache, expansion=expansion_working_bytes(n, n_z), X=3.0 * xb, per_sample=512 * n,
-                      fixed=FIXED_BYTES)
-    raise ValueError(f"no memory budget is stated for {name}")
+    terms = dict(cache=cache, X=c * xb, per_sample=k * n, fixed=FIXED_BYTES)
+    if compact is not None:
+        terms["compact"] = compact
+    return Budget(**terms)
 
 
 def compact_working_bytes(n, M):

@@ -29,6 +29,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from . import _engine
+from ._memory import compact_working_bytes, smo_budget
 from ._compact import BASES, CompactFit, fit_compact
 from ._engine import DualProblem, KernelSpec, SolverOptions
 from ._warm import PathStore, SearchRows, restore_prefitted
@@ -267,6 +268,15 @@ def _log_proba(z):
 # ---------------------------------------------------------------------- estimators
 class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of KernelLogisticRegression and SparseKernelLogisticRegression."""
+
+    def _fit_budget(self, X, n_splits=None):
+        """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): the SMO route's,
+        and the compact route's working set (the fitted basis; on the exact route its start's,
+        POLISH_COMPONENTS points, freed before SMO)."""
+        if n_splits is not None:
+            return smo_budget(self, X, 2.0, 320, n_splits)
+        M = int(self.n_expansion_) if getattr(self, "solver_", None) == "nystrom" else POLISH_COMPONENTS
+        return smo_budget(self, X, 2.0, 320, compact=compact_working_bytes(X.shape[0], M))
 
     def _lam(self):  # the S-KLR coefficient lam of the resolved estimator
         return 0.0

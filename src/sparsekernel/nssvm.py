@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._blocks import SIGMA, InMemoryBlocks, RowBlocks, labels_of
 from ._budget import calibrate_expansion, parse_budget, prediction_cost
-from ._memory import nssvc_working_bytes, require
+from ._memory import FIXED_BYTES, Budget, nssvc_working_bytes, require, x_bytes
 from ._base import (
     one_thread,
     KERNELS,
@@ -741,6 +741,13 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         check_time_limit(self.time_limit)
         parse_budget(self.budget)
         return float(c), n_threads(self.n_jobs)
+
+    def _fit_budget(self, X, n_splits=None):
+        """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): the working set
+        of its largest level s, two copies of X and 256 bytes per sample."""
+        s = int(np.max(self.s_))
+        return Budget(working_set=nssvc_working_bytes(self.kernel, X.shape[0], X.shape[1], s), X=2.0 * x_bytes(X),
+                      per_sample=256 * X.shape[0], fixed=FIXED_BYTES)
 
     def _budget_cap(self, X, n_problems):
         """The cap on the support vectors per problem from ``budget`` (None without one): the number

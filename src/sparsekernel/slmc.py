@@ -37,7 +37,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._budget import calibrate_expansion, parse_budget, prediction_cost
-from ._memory import expansion_working_bytes, require
+from ._memory import FIXED_BYTES, MB, Budget, expansion_working_bytes, require, x_bytes
 from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, DaskDispatchMixin, FitMonitor, \
     KernelEvaluator, canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, \
     one_thread, resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
@@ -178,6 +178,14 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
             raise ValueError(f"init must be one of {INITS} or an array of shape (n_expansion, n_features), "
                              f"got {init!r}")
         return n_threads(self.n_jobs)
+
+    def _fit_budget(self, X, n_splits=None):
+        """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): cache_size (its
+        reference SVC's rows), the N_z x N expansion blocks, three copies of X, 512 bytes per sample."""
+        n_z = int(self.n_expansion_.max()) if np.ndim(self.n_expansion_) else int(self.n_expansion_)
+        return Budget(cache=float(getattr(self, "cache_size", 0.0)) * MB,
+                      expansion=expansion_working_bytes(X.shape[0], n_z), X=3.0 * x_bytes(X),
+                      per_sample=512 * X.shape[0], fixed=FIXED_BYTES)
 
     def _n_expansion(self, n_train, n_sv):
         """N_z for one binary problem: the integer, the fraction of the SVM's support vectors, or

@@ -25,6 +25,7 @@ from sklearn.utils.validation import (
 
 from . import _dc, _engine
 from ._engine import DualProblem, KernelSpec, SolverOptions
+from ._memory import smo_budget
 from ._warm import HeldOutScoring, restore_prefitted
 from ._base import (
     CallbackSupportMixin,
@@ -157,6 +158,14 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     _warm_starts = True
     # whether 'auto' takes the divided route on large dense inputs (SVC: measured; _DC_MIN_ROWS)
     _auto_divides = False
+    # the memory budget's bytes per sample (the engine's vectors over N variables, SVR's over 2N:
+    # _memory.smo_budget) and its multiple of bytes(X)
+    _budget_per_sample = 256
+    _budget_x_copies = 2.0
+
+    def _fit_budget(self, X, n_splits=None):
+        """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget)."""
+        return smo_budget(self, X, self._budget_x_copies, self._budget_per_sample, n_splits)
 
     def _check_common_params(self):
         if "nu" in getattr(self, "_parameter_constraints", {}):
@@ -954,6 +963,7 @@ class _BaseSVR(RegressorMixin, _BaseSMO):
     problem (``_svr_problem``)."""
 
     _solvers = SVR_SOLVERS
+    _budget_per_sample = 512  # (2N variables)
 
     def _check_params(self):
         return self._check_common_params()
