@@ -108,3 +108,19 @@ def test_a_model_without_a_stated_budget_is_refused_with_its_name():
 
     with pytest.raises(ValueError, match="no memory budget is stated for LogisticRegression"):
         memory.fit_budget(LogisticRegression(), np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_small_cache_reusing_its_row_buffers_gives_the_fit_of_a_large_one(n_jobs):
+    """The row cache reuses evicted rows' buffers (spares: no new pages for every row after an
+    eviction) and grows rows in place when their buffer has room: with 0.5 MB (1,800 rows of
+    ~1,800 floats, evictions and shrinking throughout) the steps, and so the model, are those of a
+    cache that holds every row; the peak stays within the budget."""
+    X, y = make_classification(n_samples=1800, n_features=10, flip_y=0.1, random_state=1)
+    small = SVC(C=10.0, cache_size=0.5, n_jobs=n_jobs).fit(X, y)
+    large = SVC(C=10.0, cache_size=500, n_jobs=n_jobs).fit(X, y)
+    st = small.solver_stats_[0]
+    assert st["cache_misses"] > 1800 and st["cache_peak_bytes"] <= 0.5 * 2**20
+    assert small.solver_stats_[0]["n_iter"] == large.solver_stats_[0]["n_iter"]
+    np.testing.assert_array_equal(small.support_, large.support_)
+    np.testing.assert_array_equal(small.dual_coef_, large.dual_coef_)

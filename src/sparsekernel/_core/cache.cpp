@@ -31,9 +31,59 @@ void RowCache::push_back(int64_t i) {
 void RowCache::evict(int64_t i) {
     Entry& e = entries_[i];
     unlink(i);
-    used_ -= std::size_t(e.len);
-    e.data.reset();
-    e.len = 0;
+    used_ -= std::size_t(e.cap);
+    keep_spare(std::move(e.data), e.cap);
+    e.len = e.cap = 0;
+}
+
+void RowCache::keep_spare(std::unique_ptr<float[]> data, int64_t cap) {
+    if (!data) return;
+    if (spares_.size() >= kMaxSpares) {  // the oldest spare goes back to the system
+        used_ -= std::size_t(spares_.front().first);
+        spares_.erase(spares_.begin());
+    }
+    used_ += std::size_t(cap);
+    spares_.emplace_back(cap, std::move(data));
+}
+
+std::unique_ptr<float[]> RowCache::take_buffer(int64_t len, int64_t* cap) {
+    for (std::size_t k = spares_.size(); k-- > 0;) {  // the most recent spare that fits
+        if (spares_[k].first >= len && spares_[k].first <= 2 * len) {
+            std::unique_ptr<float[]> data = std::move(spares_[k].second);
+            *cap = spares_[k].first;
+            used_ -= std::size_t(*cap);
+            spares_.erase(spares_.begin() + std::ptrdiff_t(k));
+            return data;
+        }
+    }
+    *cap = len;
+    return std::unique_ptr<float[]>(new float[len]);
+}
+
+void RowCache::make_room(std::size_t floats) {
+    // room for a row of `floats`: a spare that fits turns into the row without new memory; else
+    // the spares that do not fit are freed first, then the least recently used rows evicted (their
+    // buffers become spares, which a row of about their length reuses)
+    const int64_t len = int64_t(floats);
+    auto fits = [len](const std::pair<int64_t, std::unique_ptr<float[]>>& sp) {
+        return sp.first >= len && sp.first <= 2 * len;
+    };
+    for (;;) {
+        const bool spare_fits = std::any_of(spares_.begin(), spares_.end(), fits);
+        if (spare_fits ? used_ <= budget_ : used_ + floats <= budget_) return;
+        auto waste = std::find_if(spares_.begin(), spares_.end(), [&](const auto& sp) { return !fits(sp); });
+        if (waste != spares_.end()) {
+            used_ -= std::size_t(waste->first);
+            spares_.erase(waste);
+        } else if (head_ >= 0) {
+            evict(head_);
+        } else if (!spares_.empty()) {
+            used_ -= std::size_t(spares_.front().first);
+            spares_.erase(spares_.begin());
+        } else {
+            return;
+        }
+    }
 }
 
 bool RowCache::catch_up(int64_t i) {
@@ -90,16 +140,26 @@ float* RowCache::get(int64_t i, int64_t len, int64_t* valid) {
         return nullptr;
     }
     // grow (or create) the row: keep its valid head, make room by evicting least recently used rows
-    const int64_t old_len = e.len;
+    const int64_t old_len = e.len, old_cap = e.cap;
+    if (old_len > 0 && old_cap >= len) {  // a reused buffer with room for the tail
+        unlink(i);
+        e.len = len;
+        push_back(i);
+        *valid = old_len;
+        return e.data.get();
+    }
     std::unique_ptr<float[]> old = std::move(e.data);
     if (old_len > 0) unlink(i);
-    used_ -= std::size_t(old_len);
-    while (used_ + std::size_t(len) > budget_ && head_ >= 0) evict(head_);
-    e.data.reset(new float[len]);
+    used_ -= std::size_t(old_cap);
+    e.len = e.cap = 0;
+    make_room(std::size_t(len));
+    int64_t cap = 0;
+    e.data = take_buffer(len, &cap);
     if (old_len > 0) std::memcpy(e.data.get(), old.get(), sizeof(float) * old_len);
     e.len = len;
+    e.cap = cap;
     e.version = version_;
-    used_ += std::size_t(len);
+    used_ += std::size_t(cap);
     peak_ = std::max(peak_, used_);
     push_back(i);
     *valid = old_len;
@@ -116,6 +176,7 @@ void RowCache::swap_indices(const std::vector<std::pair<int64_t, int64_t>>& swap
         if (in_j) unlink(j);
         std::swap(entries_[i].data, entries_[j].data);
         std::swap(entries_[i].len, entries_[j].len);
+        std::swap(entries_[i].cap, entries_[j].cap);
         std::swap(entries_[i].version, entries_[j].version);
         if (in_j) push_back(i);
         if (in_i) push_back(j);

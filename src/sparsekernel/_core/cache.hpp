@@ -46,7 +46,8 @@ public:
 private:
     struct Entry {
         std::unique_ptr<float[]> data;
-        int64_t len = 0;  // number of valid entries (== allocated length)
+        int64_t len = 0;  // number of valid entries
+        int64_t cap = 0;  // allocated length (>= len: a spare buffer reused)
         int64_t prev = -1, next = -1;  // LRU list; -1 when not in the list
         int64_t version = 0;  // the swap passes applied to data
     };
@@ -57,10 +58,19 @@ private:
     void unlink(int64_t i);
     void push_back(int64_t i);  // most recently used at the back
     void evict(int64_t i);
+    // A buffer of at least len floats: a spare one of at most twice that, else a new one. Rows of
+    // more than 128 KB are mmap'ed by malloc and given back on free, so every row allocated after
+    // an eviction was first-touched page by page and zeroed by the kernel (16 % of a 2-thread fit
+    // of dense a9a at cache_size 2000 MB, on the master thread: a serial part, bench_manycore).
+    std::unique_ptr<float[]> take_buffer(int64_t len, int64_t* cap);
+    void keep_spare(std::unique_ptr<float[]> data, int64_t cap);
+    void make_room(std::size_t floats);  // spares freed, then least recently used rows evicted
 
     std::vector<Entry> entries_;
     int64_t head_ = -1, tail_ = -1;  // head = least recently used
-    std::size_t budget_ = 0, used_ = 0, peak_ = 0;  // in floats
+    std::size_t budget_ = 0, used_ = 0, peak_ = 0;  // in floats: used_ = the rows' and the spares' capacity
+    std::vector<std::pair<int64_t, std::unique_ptr<float[]>>> spares_;  // (capacity, buffer), at most kMaxSpares
+    static constexpr std::size_t kMaxSpares = 8;
     int nthreads_ = 1;
     static constexpr std::size_t kMaxLoggedSwaps = std::size_t(1) << 20;
     std::deque<std::vector<std::pair<int64_t, int64_t>>> log_;  // passes log_base_, log_base_ + 1, ...
