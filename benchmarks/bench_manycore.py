@@ -256,7 +256,7 @@ def main(argv=None):
                 continue
             if not store.done(name, {"set": name, "repeats": args.repeats, "C": C}):
                 run_model(store, name, data, args.repeats)
-        report_model(store, sets, args.note)
+        report_model(store, MODEL_SETS, args.note)  # (every set stored, measured now or before)
     else:
         sets = args.sets or SWEEP_SETS
         store = Store(None, False, force=args.force)
