@@ -906,6 +906,25 @@ def one_thread(user_api="blas"):
                 _ONE_THREAD_USERS[user_api] = (users - 1, limiter)
 
 
+_BLOCK_POOL = {"threads": 0, "pool": None}
+_BLOCK_POOL_LOCK = threading.Lock()
+
+
+def block_pool(threads):
+    """The threads of the row-block products (the compact route's DesignMatrix, SLMC's expansion
+    maps): one pool for the process, sized to the CPUs (replaced by a larger one if more threads are
+    asked for; a fit still mapping over the old one keeps it until it is done, so it is never shut
+    down under anyone)."""
+    with _BLOCK_POOL_LOCK:
+        if _BLOCK_POOL["threads"] < threads:
+            from concurrent.futures import ThreadPoolExecutor
+
+            size = max(threads, os.cpu_count() or 1)
+            _BLOCK_POOL["pool"] = ThreadPoolExecutor(size, thread_name_prefix="sparsekernel-blocks")
+            _BLOCK_POOL["threads"] = size
+        return _BLOCK_POOL["pool"]
+
+
 def run_parallel(fn, tasks, n_workers):
     """Run fn(task) for every task, in threads when n_workers > 1 (the C++ solves release the GIL).
 

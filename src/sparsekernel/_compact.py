@@ -28,8 +28,6 @@ learned expansion vectors).
 """
 from __future__ import annotations
 
-import os
-import threading
 import time
 
 import numpy as np
@@ -37,6 +35,7 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit
 
+from ._base import block_pool
 from ._kernel_grad import DIFFERENTIABLE_KERNELS, kernel_gradient
 
 BASES = ("kmeans", "uniform", "ivm")
@@ -67,24 +66,6 @@ def _log1pexp(z):
 
 
 # ---------------------------------------------------------------------------------- the design matrix
-_POOL = {"threads": 0, "pool": None}
-_POOL_LOCK = threading.Lock()
-
-
-def _block_pool(threads):
-    """The threads of DesignMatrix's block products: one pool for the process, sized to the CPUs
-    (replaced by a larger one if more threads are asked for; a fit still mapping over the old one
-    keeps it until it is done, so it is never shut down under anyone)."""
-    with _POOL_LOCK:
-        if _POOL["threads"] < threads:
-            from concurrent.futures import ThreadPoolExecutor
-
-            size = max(threads, os.cpu_count() or 1)
-            _POOL["pool"] = ThreadPoolExecutor(size, thread_name_prefix="sparsekernel-blocks")
-            _POOL["threads"] = size
-        return _POOL["pool"]
-
-
 class DesignMatrix:
     """A = [K(X, Z), 1] of (P_M) over a kernel block K (N x m) held elsewhere: float64, or float32 when
     float64 would not fit the memory budget (the products that decide convergence still accumulate
@@ -113,7 +94,7 @@ class DesignMatrix:
         blocks = list(self._row_blocks())
         if self.threads <= 1 or len(blocks) < 2 or v.ndim < 2 or v.shape[1] < 2:
             return [fn(sl) for sl in blocks]
-        return list(_block_pool(self.threads).map(fn, blocks))
+        return list(block_pool(self.threads).map(fn, blocks))
 
     def _beta(self, w, dtype=np.float64):
         """The coefficients of every column of K (0 for the dropped ones) from w = (beta, b)."""

@@ -20,8 +20,8 @@ import scipy.linalg as la
 from scipy.optimize import minimize
 
 from . import _core
-from ._compact import _block_pool
-from ._base import KERNELS, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT, core_matrix
+from ._base import (KERNELS, STATUS_CONVERGED, STATUS_MAX_ITER, STATUS_STOPPED, STATUS_TIME_LIMIT, block_pool,
+                    core_matrix)
 from ._engine import DualProblem, KernelSpec, SolverOptions, solve
 from ._kernel_grad import kernel_gradient
 
@@ -99,9 +99,9 @@ def whitened_map(L, Psi, threads=1):
 
 def _over_blocks(fn, starts, threads):
     """fn(j) for every block start j, in block order; on the process's block pool (the compact
-    route's, ``_compact._block_pool``) with ``threads`` > 1 (the blocks' BLAS calls release the GIL)."""
+    route's, ``_base.block_pool``) with ``threads`` > 1 (the blocks' BLAS calls release the GIL)."""
     if threads > 1 and len(starts) > 1:
-        return list(_block_pool(threads).map(fn, starts))
+        return list(block_pool(threads).map(fn, starts))
     return [fn(j) for j in starts]
 
 
