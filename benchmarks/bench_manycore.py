@@ -112,11 +112,10 @@ def team_model(team, t1=None):
         return S + float(np.sum(W_b / np.minimum(float(k), caps))) + (loops * c_of_k(k) if k > 1 else 0.0)
 
     central = {k: predict(k, lambda k: c2) for k in PREDICT_AT}
-    low = central
     high = {k: predict(k, lambda k: c2 * math.log2(k)) for k in PREDICT_AT}
     return {"T2": T, "S": S, "W": W, "loops": loops, "c2_us": c2 / us, "serial_share": S / T,
             "solo_share": solo / T, "capacity_ge16_share": float(W_b[caps >= 16].sum() / W) if W else 0.0,
-            "T_pred": central, "T_pred_low_sync": low, "T_pred_high_sync": high}
+            "T_pred": central, "T_pred_high_sync": high}
 
 
 def run_model(store, name, data, repeats):
@@ -138,7 +137,6 @@ def run_model(store, name, data, repeats):
     out = {"t1": statistics.median(times[1]), "t2": statistics.median(times[2]), "times1": times[1],
            "times2": times[2], "n_train": int(Xtr.shape[0]), **{k: v for k, v in m.items()},
            "T_pred": {str(k): v for k, v in m["T_pred"].items()},
-           "T_pred_low_sync": {str(k): v for k, v in m["T_pred_low_sync"].items()},
            "T_pred_high_sync": {str(k): v for k, v in m["T_pred_high_sync"].items()}}
     store.put(name, {"set": name, "repeats": repeats, "C": C}, out)
     print(f"{name:>12}: T(1) {out['t1']:.2f} s, T(2) {out['t2']:.2f} s, serial {m['serial_share']:.1%}, "
@@ -155,7 +153,7 @@ def report_model(store, sets, note=None):
         r = store.entries.get(name, {}).get("result")  # (whatever repeats it was measured with)
         if r is None:
             continue
-        p, lo, hi = r["T_pred"], r["T_pred_low_sync"], r["T_pred_high_sync"]
+        p, hi = r["T_pred"], r["T_pred_high_sync"]
         t1m = p["1"]
         rows.append([name, str(r["n_train"]), f"{r['t1']:.2f}", f"{r['t2']:.2f}", f"{r['t1'] / r['t2']:.2f}",
                      f"{p['1'] / r['t1']:.2f}", f"{p['2'] / r['t2']:.2f}", f"{r['serial_share']:.1%}",

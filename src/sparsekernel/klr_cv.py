@@ -667,8 +667,22 @@ FOLD_TOL_SCALE = 10.0
 
 
 class _PathResults:
-    """What the two path searches of this module (_SharedBasisPath, _ApproxLOOPath) share: a
-    candidate's params, the mean of its scores, and cv_results_ in a search's layout."""
+    """What the two path searches of this module (_SharedBasisPath, _ApproxLOOPath) share: their
+    arguments, the walk's stop rule, a candidate's params, the mean of its scores, and cv_results_
+    in a search's layout."""
+
+    def __init__(self, owner, model, Cs, patience, monitor):
+        self.owner, self.model, self.Cs, self.patience, self.monitor = owner, model, list(Cs), patience, monitor
+        self._best, self._since_best = -np.inf, 0
+
+    def _stops(self, score):
+        """Whether the walk up C stops after a candidate of this (mean) score: ``patience`` values
+        of C since the best one (the searches' rule, _StoppedPathSearchCV's)."""
+        if score > self._best:
+            self._best, self._since_best = score, 0
+        else:
+            self._since_best += 1
+        return self.patience is not None and len(self.Cs) > self.patience + 1 and self._since_best >= self.patience
 
     def _params(self, C):
         return {"C": C, "lam": "auto"} if "lam" in self.owner._grid([1.0]) else {"C": C}
@@ -713,9 +727,6 @@ class _SharedBasisPath(_PathResults):
 
     Exposes what the CV estimators read of a search: ``cv_results_``, ``n_splits_``,
     ``best_estimator_`` (with refit)."""
-
-    def __init__(self, owner, model, Cs, patience, monitor):
-        self.owner, self.model, self.Cs, self.patience, self.monitor = owner, model, list(Cs), patience, monitor
 
     def fit(self, X, y, sample_weight=None):
         from sklearn.base import clone
@@ -826,19 +837,13 @@ class _SharedBasisPath(_PathResults):
         order = np.argsort(np.asarray(self.Cs, dtype=float), kind="stable")
         W, P = None, None
         rows_scores, params, fold_W = [], [], []
-        best, since_best = -np.inf, 0
         for C in (self.Cs[i] for i in order):  # the grid's own values (its candidates' keys)
             r = solve(float(C), Y, Cbase[:, None] * mask, W, P, len(params), tol=FOLD_TOL_SCALE * tol)
             W, P = r["w"], r["precond"]
             fold_W.append(W)
             rows_scores.append([fold_score(r, k, float(C)) for k in range(n_folds)])
             params.append(self._params(C))
-            mean = self._mean(rows_scores[-1])
-            if mean > best:
-                best, since_best = mean, 0
-            else:
-                since_best += 1
-            if self.patience is not None and len(self.Cs) > self.patience + 1 and since_best >= self.patience:
+            if self._stops(self._mean(rows_scores[-1])):
                 break
             if monitor.out_of_time() or (r["status"] == 2).any():  # time_limit, or a callback asked to stop
                 break
@@ -956,9 +961,6 @@ class _ApproxLOOPath(_PathResults):
     Exposes what the CV estimators read of a search: ``cv_results_`` (one split: the approximate
     leave-one-out score), ``n_splits_`` (1), ``best_estimator_`` (with refit)."""
 
-    def __init__(self, owner, model, Cs, patience, monitor):
-        self.owner, self.model, self.Cs, self.patience, self.monitor = owner, model, list(Cs), patience, monitor
-
     def fit(self, X, y, sample_weight=None):
         from sklearn.base import clone
 
@@ -971,7 +973,6 @@ class _ApproxLOOPath(_PathResults):
         store = PathStore()
         rows = SearchRows(store, n)
         K, fits, params, rows_scores = None, [], [], []
-        best, since_best = -np.inf, 0
         try:
             for stage, C in enumerate(sorted(self.Cs, key=float)):  # the grid's own values (its keys)
                 progress = monitor.problem_if_needed(stage)
@@ -1006,11 +1007,7 @@ class _ApproxLOOPath(_PathResults):
                 rows_scores.append([score])
                 if progress is not None:
                     progress.end(int(np.max(est.n_iter_)), -score, n, 0 if est.converged_ else 3)
-                if score > best:
-                    best, since_best = score, 0
-                else:
-                    since_best += 1
-                if self.patience is not None and len(self.Cs) > self.patience + 1 and since_best >= self.patience:
+                if self._stops(score):
                     break
                 if monitor.out_of_time():
                     break
