@@ -111,28 +111,28 @@ def model_size(model):
     return None
 
 
+def _predict_us(predict, X):
+    """(predictions, median microseconds per row over 3 passes)."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        y_hat = predict(X)
+        times.append(time.perf_counter() - t0)
+    return y_hat, 1e6 * statistics.median(times) / X.shape[0]
+
+
 def run_one(name, data, repeats):
     Xtr, ytr, Xte, yte = data
     model, times, n_conv = bench_defaults.fit_repeated(lambda: make_model(name), Xtr, ytr, repeats)
-    pred = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        y_hat = model.predict(Xte)
-        pred.append(time.perf_counter() - t0)
+    y_hat, predict_us = _predict_us(model.predict, Xte)
     out = {"time": statistics.median(times), "times": times, "conv_warnings": n_conv,
-           "acc": float(np.mean(y_hat == yte)), "size": model_size(model),
-           "predict_us": 1e6 * statistics.median(pred) / len(yte)}
-    cost = getattr(model.steps[-1][1], "prediction_cost_", None)
+           "acc": float(np.mean(y_hat == yte)), "size": model_size(model), "predict_us": predict_us}
+    last = model.steps[-1][1]
+    cost = getattr(last, "prediction_cost_", None)
     if cost is not None:
         out["reported_us"] = 1e6 * float(cost)
         # the estimator's own predict (what its budget bounds), on the scaled test rows
-        Xs, last = model[:-1].transform(Xte), model.steps[-1][1]
-        est = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            last.predict(Xs)
-            est.append(time.perf_counter() - t0)
-        out["model_us"] = 1e6 * statistics.median(est) / len(yte)
+        out["model_us"] = _predict_us(last.predict, model[:-1].transform(Xte))[1]
     return out
 
 

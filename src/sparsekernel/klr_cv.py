@@ -973,6 +973,8 @@ class _ApproxLOOPath(_PathResults):
         store = PathStore()
         rows = SearchRows(store, n)
         K, fits, params, rows_scores = None, [], [], []
+        classes, y_enc = class_labels(y)
+        targets = [1] if len(classes) == 2 else range(len(classes))  # the binary problems, as the fits'
         try:
             for stage, C in enumerate(sorted(self.Cs, key=float)):  # the grid's own values (its keys)
                 progress = monitor.problem_if_needed(stage)
@@ -986,12 +988,10 @@ class _ApproxLOOPath(_PathResults):
                 est.fit(X, y, sample_weight, search_rows=rows)
                 if K is None:
                     K = _training_gram(est, X)
-                classes, y_enc = class_labels(y)
                 Ci = per_sample_bounds(float(C), classes, y_enc, est.class_weight, sample_weight, n)
                 coef = np.zeros((n, len(est.intercept_)))  # the expansion over every training row
                 coef[est.support_] = est.dual_coef_.T
                 z = K @ coef + est.intercept_
-                targets = [1] if len(classes) == 2 else range(len(classes))
                 with one_thread("blas"):  # (erratic on 2 threads beside the engine's: 40-140 ms at 960 rows)
                     for j, k in enumerate(targets):
                         try:
