@@ -83,9 +83,7 @@ Smoke test (seconds; writes ``*_quick.*``)::
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import math
 import os
 import statistics
@@ -99,12 +97,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _csmo_data as cd  # noqa: E402
 import _csmo_paper_numbers as pn  # noqa: E402
-import _args  # noqa: E402
 import _datasets  # noqa: E402
-import bench_svc  # noqa: E402  (house-style helpers: environment(), markdown_row(), sklearnex routes)
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS = REPO_ROOT / "benchmarks" / "results"
+import _harness  # noqa: E402  (the results store, tables, environment)
+import bench_svc  # noqa: E402  (sklearnex routes)
+from _harness import RESULTS, canonical, csv_list, fmt, md_table  # noqa: E402
 TOL = 1e-3
 SEED = 0
 N_FOLDS = 5
@@ -170,34 +166,6 @@ MAX_ITER = 10_000_000
 
 
 # ======================================================================================== utilities
-def fmt(value, spec: str = ".3f") -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return format(value, spec)
-
-
-def md_table(headers: list[str], rows: list[list]) -> list[str]:
-    return [bench_svc.markdown_row(headers), bench_svc.markdown_row(["---"] * len(headers)),
-            *[bench_svc.markdown_row([str(c) for c in row]) for row in rows]]
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
-
-
-def canonical(obj):
-    """JSON round trip (tuples -> lists, numpy scalars -> Python) so stored configs compare equal."""
-    return json.loads(json.dumps(obj, default=_json_default))
-
-
 def log2i(value: float) -> int:
     return int(round(math.log2(value)))
 
@@ -234,9 +202,6 @@ def parse_sizes(text: str) -> dict[str, int]:
     return out
 
 
-csv_list = _args.csv_list  # one definition: benchmarks/_args.py
-
-
 def planned_sizes(defaults: dict[str, int], default_budget: float, args) -> dict[str, int]:
     """Default sizes scaled by sqrt(--budget / default budget), then --sizes overrides."""
     factor = math.sqrt(args.budget / default_budget) if args.budget else 1.0
@@ -267,79 +232,10 @@ def api_notes() -> dict[str, str | None]:
 
 
 # ======================================================================================== store
-class Store:
-    """One part's JSON (runs, entries keyed by unit of work, summary) next to its markdown, named
-    ``<prefix>_<part>`` (``<prefix>`` for part None; a benchmark's subclass sets its prefix)."""
+class Store(_harness.Store):
+    """``csmo_<part>.{json,md}``."""
 
     prefix = "csmo"
-
-    def __init__(self, part: str | None, quick: bool, force: bool = False, register_run: bool = True):
-        stem = (self.prefix if part is None else f"{self.prefix}_{part}") + ("_quick" if quick else "")
-        self.part, self.quick, self.force = part, quick, force
-        self.md_path = RESULTS / f"{stem}.md"
-        self.json_path = RESULTS / f"{stem}.json"
-        data = json.loads(self.json_path.read_text()) if self.json_path.exists() else {}
-        self.runs: list[dict] = data.get("runs", [])
-        self.entries: dict[str, dict] = data.get("entries", {})
-        self.summary: dict = data.get("summary", {})
-        self.run_index = None
-        if register_run:
-            self.runs.append(bench_svc.environment())
-            self.run_index = len(self.runs) - 1
-
-    @classmethod
-    def load(cls, part: str | None, quick: bool) -> Store | None:
-        stem = (cls.prefix if part is None else f"{cls.prefix}_{part}") + ("_quick" if quick else "")
-        if not (RESULTS / f"{stem}.json").exists():
-            return None
-        return cls(part, quick, register_run=False)
-
-    def get(self, key: str, config: dict):
-        e = self.entries.get(key)
-        if e is None or e["config"] != canonical(config):
-            return None
-        return e["result"]
-
-    def done(self, key: str, config: dict) -> bool:
-        """Stored with the same config and without an error (errors are retried)."""
-        r = None if self.force else self.get(key, config)
-        return r is not None and not r.get("error")
-
-    def put(self, key: str, config: dict, result: dict) -> None:
-        self.entries[key] = {"config": canonical(config), "result": canonical(result),
-                             "run": self.run_index,
-                             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-        self.save()
-
-    def save(self) -> None:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        raw = dict(part=self.part, quick=self.quick, runs=self.runs, summary=self.summary,
-                   entries=self.entries)
-        tmp = self.json_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(raw, indent=1, default=_json_default))
-        tmp.replace(self.json_path)
-
-    def header(self) -> list[str]:
-        env = self.runs[self.run_index] if self.run_index is not None else (self.runs[-1] if self.runs else {})
-        lines = [f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in env.items()]
-        used = sorted({e.get("run") for e in self.entries.values() if e.get("run") is not None}
-                      - {self.run_index})
-        if used:
-            lines.append("- entries from earlier runs (restarts): " + "; ".join(
-                f"{self.runs[i]['date']} `{self.runs[i]['command']}` at {self.runs[i]['repo revision']}"
-                for i in used if i < len(self.runs)))
-        return lines
-
-    def write_md(self, title: str, body: list[str], complete: bool) -> None:
-        lines = [f"## {title}", ""]
-        if self.quick:
-            lines += ["**QUICK smoke test (tiny subsamples, reduced grid): the numbers are not meaningful.**", ""]
-        if not complete:
-            lines += ["**Partial results: the run has not finished (or was interrupted).**", ""]
-        lines += self.header() + [""] + body
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        self.md_path.write_text("\n".join(lines).rstrip() + "\n")
-        self.save()
 
 
 # ======================================================================================== estimators
@@ -494,7 +390,7 @@ def cmd_table2(args) -> int:
                 if any(s.get("error") for s in res["stats"].values()):
                     res["error"] = "; ".join(f"{k}: {s['error']}" for k, s in res["stats"].items() if s.get("error"))
                 store.put(key, cfg, res)
-                print(bench_svc.markdown_row(t2_row(res)), flush=True)
+                print(_harness.md_row(t2_row(res)), flush=True)
                 render_table2(store, notes, complete=False)
         del data
         gc.collect()
@@ -1033,11 +929,11 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
         rows.append([name, d.get("task", "-"), d.get("n", "-"), d.get("paper_n", "-"),
                      f"{d.get('d', '-')}", d.get("storage", "-"), d.get("labels", "-"),
                      d.get("preprocessing", "-")])
-    body += ["### Data sets", ""]
+    body += ["## Data sets", ""]
     body += md_table(["data", "task", "n used", "paper n", "d", "storage", "labels / target", "preprocessing"], rows)
 
     # ---- times and ratios
-    body += ["", "### Grid-search wall time (seconds) and ratios", "",
+    body += ["", "## Grid-search wall time (seconds) and ratios", "",
              "Wall-clock time of `search.fit` (all 5 x grid fits and their scoring) at the paper's 100 MB cache",
              "scaled; sk-smo2 / sk-csmo also at 1 GB scaled.  best/skl = sk-best / sklearn, best/ilx = sk-best /",
              f"sklearnex.  Bar (per set): sk-best <= {BAR_SPEED_VS_SKLEARN} x sklearn and faster than every peer "
@@ -1097,7 +993,7 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
                       "best/skl", "best/ilx", "csmo/skl", "bar"], rows)
 
     # ---- RTD
-    body += ["", "### RTD: smo2 vs csmo (paper Tables 3-4)", "",
+    body += ["", "## RTD: smo2 vs csmo (paper Tables 3-4)", "",
              "RTD = 100 (t_smo2 - t_csmo) / t_smo2 from the accumulated fit time of the 5 x grid fits (the sum",
              "of GridSearchCV's fit times, the paper's 'accumulated time'); 'RTD wall' uses the searches' wall",
              "times; iter = total solver iterations over the grid; 'pts csmo faster' = share of grid points whose",
@@ -1138,7 +1034,7 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
                       "iter cut %", "pts csmo faster %", "bar"], rows)
 
     # ---- best points and scores
-    body += ["", "### Best hyper-parameters and CV scores", "",
+    body += ["", "## Best hyper-parameters and CV scores", "",
              "log2 (C, gamma[, epsilon]) of the best grid point (ties: the smaller C, gamma, epsilon) and its mean",
              "5-fold CV accuracy / MSE; fits = grid points x folds; iter = total solver iterations (a scorer reading",
              "`n_iter_`; sklearnex's count is oneDAL's and not comparable); not conv. = fits that stopped on",
@@ -1175,7 +1071,7 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
                       "note / sklearnex route"], rows)
 
     # ---- identical solutions
-    body += ["", "### Identical solutions", "",
+    body += ["", "## Identical solutions", "",
              "Dual objective 1/2 a'Qa - s'a at a few grid points on the first CV fold's training part, 100 MB",
              "(scaled) cache: sparsekernel smo2 and csmo (`dual_objective_`) and sklearn (recomputed from",
              "`dual_coef_`).  rel = |f1 - f2| / max |f|.  'best points' = whether every method's search picked the",
@@ -1214,7 +1110,7 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
     summary = dict(bar_identical=overall(ident_verdicts), bar_rtd=overall(rtd_verdicts),
                    bar_speed_per_set=overall(bar_rows), bar_speed_total=tv, key_numbers=key_numbers)
     store.summary = summary
-    body += ["", "### Bars", "",
+    body += ["", "## Bars", "",
              f"- Identical solutions across solvers: **{summary['bar_identical']}** "
              f"({ident_verdicts.count('PASS')}/{len(ident_verdicts)} sets).",
              f"- RTD > 0 and within {pn.RTD_BAR_POINTS:g} points of the paper on {', '.join(pn.RTD_BAR_SETS)}: "
@@ -1238,9 +1134,8 @@ def render_grid(store: Store, notes: list[str], complete: bool, want: dict) -> N
 
 
 # ======================================================================================== assemble
+ASSEMBLE_TITLE = "Conjugate SMO benchmarks"
 ASSEMBLE_INTRO = """\
-# Conjugate SMO benchmarks
-
 sparsekernel's conjugate SMO (`solver='csmo'`), warm-started C paths (`PathSearchCV`) and second-order
 SMO (`solver='smo2'`) against the published numbers of Torres-Barrán, Alaíz & Dorronsoro, "Faster SVM
 Training via Conjugate SMO" (section 4), and against scikit-learn (LIBSVM) and scikit-learn-intelex
@@ -1263,13 +1158,10 @@ paper's cache sizes are scaled to the subsample; the sections say how.
 
 def cmd_assemble(args) -> int:
     lines = [ASSEMBLE_INTRO]
-    if args.quick:
-        lines += ["**Assembled from QUICK smoke-test sections: not meaningful.**", ""]
     rows, sections, grid_summary = [], [], None
     for part in ("table2", "grid"):
         st = Store.load(part, args.quick)
-        md = RESULTS / (f"csmo_{part}" + ("_quick" if args.quick else "") + ".md")
-        if st is None or not md.exists():
+        if st is None or not st.md_path.exists():
             rows.append([part, "not run"])
             continue
         summary = st.summary
@@ -1279,11 +1171,11 @@ def cmd_assemble(args) -> int:
         else:
             res = "; ".join(f"{k[4:]}: {v}" for k, v in summary.items() if k.startswith("bar")) or "-"
             grid_summary = summary
-        text = md.read_text()
+        text = st.md_path.read_text()
         if "Partial results" in text:
             res += " (partial)"
         rows.append([part, res])
-        sections.append(text.rstrip() + "\n")
+        sections.append(text)
     lines += ["## Summary", "", *md_table(["part", "result"], rows), ""]
     if grid_summary:
         g = grid_summary
@@ -1307,9 +1199,8 @@ def cmd_assemble(args) -> int:
             lines += md_table(["data", "best/sklearn", "best/sklearnex", "speed bar", "RTD 100 MB ours / paper",
                                "RTD 1 GB ours / paper", "RTD bar"], krows)
             lines.append("")
-    out = RESULTS / ("csmo_quick.md" if args.quick else "csmo.md")
-    out.write_text("\n".join(lines) + "\n" + "\n".join(sections))
-    print(f"wrote {out}", flush=True)
+    _harness.write_assembled(RESULTS / ("csmo_quick.md" if args.quick else "csmo.md"), ASSEMBLE_TITLE, lines,
+                             sections, args.quick)
     return 0
 
 

@@ -24,7 +24,8 @@ Usage::
 
     python benchmarks/bench_dask.py [--part linear|rbf|all] [--sizes 1e7,1e8,1e9] [--chunks 16]
 
-Writes benchmarks/results/dask.md and dask.json (each part replaces its own entries).
+Writes benchmarks/results/dask.md and dask.json (each part replaces its own entries: one per m of the
+linear part, one for the rbf part; ``--render-only`` rewrites the markdown from the JSON).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import argparse
 import gc
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -43,11 +43,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
-from bench_memory import _status  # noqa: E402  (VmRSS / VmHWM of this process)
+import _harness  # noqa: E402  (the results store, tables, peak RSS)
+from _harness import md_table  # noqa: E402
 
 
 def digest(model):
@@ -143,19 +143,17 @@ def rbf_scaling(m, chunks, repeats):
     return out
 
 
-def _load():
-    path = RESULTS / "dask.json"
-    if path.exists():
-        data = json.loads(path.read_text())
-        if isinstance(data, dict):
-            return data
-    return {"linear": [], "rbf": None}
+class Store(_harness.Store):
+    """``dask.*``: entries ``linear/m=<m>`` (one per size) and ``rbf``."""
+
+    prefix = "dask"
 
 
-def _save(data):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dask.json").write_text(json.dumps(data, indent=1))
-    (RESULTS / "dask.md").write_text(report(data))
+def render(store: Store) -> None:
+    linear = sorted((e["result"] for k, e in store.entries.items() if k.startswith("linear/")), key=lambda r: r["m"])
+    rbf = store.entries.get("rbf")
+    store.write_md("NSSVC on Dask: NSSVM Example 4.1 generated on the workers",
+                   report(linear, rbf["result"] if rbf else None))
 
 
 def main():
@@ -166,16 +164,21 @@ def main():
     ap.add_argument("--memory-max", type=float, default=1e8, help="largest m also fitted in memory")
     ap.add_argument("--rbf-m", type=float, default=1e6)
     ap.add_argument("--repeats", type=int, default=5)
+    _harness.add_render_option(ap)
     args = ap.parse_args()
-    data = _load()
+    if args.render_only:
+        render(Store(register_run=False))
+        return
+    store = Store(force=True)
     if args.part in ("rbf", "all"):
-        data["rbf"] = rbf_scaling(int(args.rbf_m), args.chunks, args.repeats)
-        _save(data)
+        store.put("rbf", {"m": int(args.rbf_m), "chunks": args.chunks, "repeats": args.repeats},
+                  rbf_scaling(int(args.rbf_m), args.chunks, args.repeats))
+        render(store)
     if args.part in ("linear", "all"):
-        linear(args, data)
+        linear(args, store)
 
 
-def linear(args, data):
+def linear(args, store: Store):
     """The linear fits at the given sizes (see the module docstring)."""
     from sparsekernel import NSSVC
     from sparsekernel.dask import nssvm_gaussians
@@ -203,17 +206,15 @@ def linear(args, data):
             trips.append(time.perf_counter() - t0)
         del blocks
         gc.collect()
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        rss0 = _status("VmRSS")
-        t0 = time.perf_counter()
-        model = NSSVC(random_state=0).fit(Xp, yp)
-        seconds = time.perf_counter() - t0
+        with _harness.PeakRSS(sample_seconds=None) as rss:  # VmHWM - VmRSS before
+            t0 = time.perf_counter()
+            model = NSSVC(random_state=0).fit(Xp, yp)
+            seconds = time.perf_counter() - t0
         del Xp, yp
         row = {"m": m, "chunks": args.chunks, "generate_s": generate_s, "seconds": seconds,
                "round_trip_s": float(model.round_trip_seconds_), "n_iter": int(model.n_iter_[0]),
-               "round_trips": int(model.round_trips_), "client_rss_before_mb": rss0 / 2**20,
-               "client_peak_growth_mb": (_status("VmHWM") - rss0) / 2**20, "data_mb": data_bytes / 2**20,
+               "round_trips": int(model.round_trips_), "client_rss_before_mb": rss.baseline_mb,
+               "client_peak_growth_mb": rss.growth_mb, "data_mb": data_bytes / 2**20,
                "empty_round_trip_s": float(np.median(trips)), "digest": digest(model),
                "accuracy": float(model.training_accuracy_[0])}
         if m <= args.memory_max:
@@ -224,9 +225,9 @@ def linear(args, data):
                 # a round trip against an in-memory iteration (the in-memory fit's time spread over
                 # its passes: an upper bound on its per-pass time); the setup is reported apart
                 row["overhead_per_iter_s"] = (row["round_trip_s"] - ref["seconds"]) / row["round_trips"]
-        data["linear"] = sorted([r for r in data.get("linear") or [] if r["m"] != m] + [row], key=lambda r: r["m"])
+        store.put(f"linear/m={m}", {"chunks": args.chunks, "memory_max": args.memory_max}, row)
         print(json.dumps(row), flush=True)
-        _save(data)
+        render(store)
     client.close()
     cluster.close()
 
@@ -257,59 +258,55 @@ def projection(r, rows, m=10**10):
             "same number of Newton iterations (it does not grow with m here: "
             + ", ".join(f"{x['n_iter']} at {x['m']:.0e}" for x in rows) + "), and "
             "the class codes (one byte per sample) gathered to the client at 1 GB/s.", "",
-            "| part | seconds |", "|---|---|",
-            f"| a pass over {m:.0e} rows on {cores} cores | {pass_s:.2f} |",
-            f"| scheduling of a round trip ({cores} tasks) | {trip_s:.2f} |",
-            f"| {r['round_trips']} round trips | {r['round_trips'] * (pass_s + trip_s):.1f} |",
-            f"| setup on the workers (validation, codes, blocks; per row per core as measured) | {setup_s:.1f} |",
-            f"| class codes to the client ({m / 1e9:.0f} GB) | {codes_s:.0f} |",
-            f"| **fit** | **{total:.0f}** |", "",
+            *md_table(["part", "seconds"], [
+                [f"a pass over {m:.0e} rows on {cores} cores", f"{pass_s:.2f}"],
+                [f"scheduling of a round trip ({cores} tasks)", f"{trip_s:.2f}"],
+                [f"{r['round_trips']} round trips", f"{r['round_trips'] * (pass_s + trip_s):.1f}"],
+                ["setup on the workers (validation, codes, blocks; per row per core as measured)", f"{setup_s:.1f}"],
+                [f"class codes to the client ({m / 1e9:.0f} GB)", f"{codes_s:.0f}"],
+                ["**fit**", f"**{total:.0f}**"]]), "",
             f"The client then holds {m / 1e9:.0f} GB of codes: at 1e10 rows it needs a large-memory node "
             "(the codes could stay on the workers: the solver reads them only to draw the initial working set "
             "and on T)."]
 
 
-def report(data):
-    rows = data.get("linear") or []
-    lines = ["# NSSVC on Dask: NSSVM Example 4.1 generated on the workers", "",
-             "LocalCluster: 2 worker processes x 1 thread on this 2-core machine; X float32 (m x 2) and int8 "
+def report(rows: list[dict], rbf: dict | None) -> list[str]:
+    """The body of dask.md: the linear rows (by m), the projection, the rbf part."""
+    nan = float("nan")
+    table = []
+    for r in rows:
+        mem = r.get("in_memory", {})
+        table.append([f"{r['m']:.0e}", r["chunks"], f"{r.get('generate_s', nan):.1f}", f"{r['seconds']:.2f}",
+                      f"{mem.get('seconds', nan):.2f}", r.get("identical", "n/a"), r["n_iter"], r["round_trips"],
+                      f"{r.get('round_trip_s', nan):.2f}", f"{r['seconds'] - r.get('round_trip_s', nan):.2f}",
+                      f"{r.get('overhead_per_iter_s', nan):.3f}", f"{r['empty_round_trip_s']:.3f}",
+                      f"{r['client_rss_before_mb']:.0f}", f"{r['client_peak_growth_mb']:.0f}",
+                      f"{r['client_peak_growth_mb'] / r['data_mb']:.3f}", f"{100 * r['accuracy']:.2f} %"])
+    lines = ["LocalCluster: 2 worker processes x 1 thread on this 2-core machine; X float32 (m x 2) and int8 "
              "labels generated chunk by chunk on the workers (`sparsekernel.dask.nssvm_gaussians`), resident there "
              "(never streamed: the largest set is 9 GB of the machine's 24 GB), generated and persisted before the "
              "fit is timed; `NSSVC(random_state=0)`. In memory: the "
              "same rows in one process (a subprocess, 2 threads). `identical`: the fitted arrays (alpha on its "
              "support, b, support, iterations, history) have the same digest.", "",
-             "| m | chunks | generated on the workers (s) | dask fit (s) | in-memory fit (s) | identical | iterations | "
-             "round trips | waited in round trips (s) | setup (s) | "
-             "overhead / round trip (s) | empty round trip (s) | client RSS before (MB) | client peak growth "
-             "(MB) | growth / data bytes | training acc |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        mem = r.get("in_memory", {})
-        lines.append(
-            f"| {r['m']:.0e} | {r['chunks']} | {r.get('generate_s', float('nan')):.1f} | {r['seconds']:.2f} | "
-            f"{mem.get('seconds', float('nan')):.2f} | {r.get('identical', 'n/a')} | {r['n_iter']} | "
-            f"{r['round_trips']} | {r.get('round_trip_s', float('nan')):.2f} | "
-            f"{r['seconds'] - r.get('round_trip_s', float('nan')):.2f} | "
-            f"{r.get('overhead_per_iter_s', float('nan')):.3f} | {r['empty_round_trip_s']:.3f} | "
-            f"{r['client_rss_before_mb']:.0f} | {r['client_peak_growth_mb']:.0f} | "
-            f"{r['client_peak_growth_mb'] / r['data_mb']:.3f} | {100 * r['accuracy']:.2f} % |")
+             *md_table(["m", "chunks", "generated on the workers (s)", "dask fit (s)", "in-memory fit (s)", "identical",
+                        "iterations", "round trips", "waited in round trips (s)", "setup (s)",
+                        "overhead / round trip (s)", "empty round trip (s)", "client RSS before (MB)",
+                        "client peak growth (MB)", "growth / data bytes", "training acc"], table)]
     if rows:
         lines += projection(max(rows, key=lambda r: r["m"]), rows)
-    r = data.get("rbf")
-    if r:
-        med, runs = r["median_s"], r["seconds"]
-        lines += ["", f"## Kernel NSSVC: 1 worker against 2 (m = {r['m']:.0e}, {r['chunks']} chunks)", "",
-                  f"`NSSVC({', '.join(f'{k}={v!r}' for k, v in r['params'].items())})` on Example 4.1 (float64); "
-                  f"{r['n_iter']} Newton iterations, {r['kernel_columns']} kernel columns computed, "
-                  f"{r.get('round_trips', 'n/a')} round trips. Fits interleaved, medians of {len(runs['1'])}, after a small "
-                  "warm-up fit per cluster (its workers import sparsekernel once).",
-                  "", "| fit | median (s) | all runs (s) | identical to in-memory |", "|---|---|---|---|",
-                  f"| in memory, 1 thread | {r['in_memory_s']:.2f} | | (reference) |"]
-        for n in ("1", "2"):
-            lines.append(f"| Dask, {n} worker{'s' if n == '2' else ''} x 1 thread | {med[n]:.2f} | "
-                         f"{', '.join(f'{v:.2f}' for v in runs[n])} | {all(r['identical'][n])} |")
-        lines += ["", f"Speed-up of 2 workers over 1: **{r['speedup']:.2f}x** (bar: >= 1.7x)."]
-    return "\n".join(lines) + "\n"
+    if rbf:
+        med, runs = rbf["median_s"], rbf["seconds"]
+        lines += ["", f"## Kernel NSSVC: 1 worker against 2 (m = {rbf['m']:.0e}, {rbf['chunks']} chunks)", "",
+                  f"`NSSVC({', '.join(f'{k}={v!r}' for k, v in rbf['params'].items())})` on Example 4.1 (float64); "
+                  f"{rbf['n_iter']} Newton iterations, {rbf['kernel_columns']} kernel columns computed, "
+                  f"{rbf.get('round_trips', 'n/a')} round trips. Fits interleaved, medians of {len(runs['1'])}, after "
+                  "a small warm-up fit per cluster (its workers import sparsekernel once).", "",
+                  *md_table(["fit", "median (s)", "all runs (s)", "identical to in-memory"],
+                            [["in memory, 1 thread", f"{rbf['in_memory_s']:.2f}", "", "(reference)"]]
+                            + [[f"Dask, {n} worker{'s' if n == '2' else ''} x 1 thread", f"{med[n]:.2f}",
+                                ", ".join(f"{v:.2f}" for v in runs[n]), all(rbf["identical"][n])] for n in ("1", "2")]),
+                  "", f"Speed-up of 2 workers over 1: **{rbf['speedup']:.2f}x** (bar: >= 1.7x)."]
+    return lines
 
 
 if __name__ == "__main__":

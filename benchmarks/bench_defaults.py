@@ -32,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
+import _harness  # noqa: E402
 import _klr_data  # noqa: E402
-import bench_csmo  # noqa: E402
-from _args import csv_list  # noqa: E402
+from _harness import csv_list, fmt  # noqa: E402
 
 TABLE1 = list(_klr_data.TABLE1)
 OTHERS = ["digits", "a9a", "w8a", "usps"]
@@ -43,7 +43,7 @@ MAX_TEST = 10_000
 NSSVC_CAPS = (10, 50)
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "defaults"
 
 
@@ -181,10 +181,6 @@ def run_one(name, data, repeats, make=None):
 
 
 # ---------------------------------------------------------------------------------------- report
-def fmt(v, spec=".3g"):
-    return "" if v is None else format(v, spec)
-
-
 def report(store, sets, complete, max_train, note=None):
     rows, notes, verdict = [], [], {"ll": 0, "time": 0, "sparse": 0, "n": 0, "slmc_conv": 0, "nssvc_cap": 0}
     head = ["data", "n_train", "d", "KLR-CV ll", "SVC(prob) ll", "Nys+LR ll", "KLR(C=1) ll", "KLR-CV t (s)",
@@ -226,7 +222,7 @@ def report(store, sets, complete, max_train, note=None):
             "SVC(prob) = the faster of scikit-learn's and scikit-learn-intelex's SVC(probability=True) "
             "(which one in brackets); kept = model size / training points; conv. warnings = "
             "ConvergenceWarnings raised by the fit.", "",
-            *bench_csmo.md_table(head, rows), "", "## Bars", "",
+            *_harness.md_table(head, rows), "", "## Bars", "",
             f"- KLR-CV's log-loss <= the faster SVC(prob)'s: {verdict['ll']} of {verdict['n']} (bar: 12 of 16)",
             f"- KLR-CV's fit time <= 2x the faster SVC(prob)'s: {verdict['time']} of {verdict['n']} (bar: 12 of 16)",
             f"- SKLR-CV keeps <= 50 % with log-loss within 5 % of KLR-CV: {verdict['sparse']} of {verdict['n']} "
@@ -255,7 +251,7 @@ def run_models(store, name, data, cfg, models, repeats, run=run_one, interleave=
 
     def put(m, res):
         store.put(f"{name}/{m}", {**cfg, "model": m}, res)
-        print(f"{name:>20} {m:>14}: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}"
+        print(f"{name:>20} {m:>14}: " + ", ".join(f"{k}={fmt(v, '.3g') if isinstance(v, float) else v}"
                                                   for k, v in res.items() if k != "times"), flush=True)
 
     if interleave is None:
@@ -303,11 +299,11 @@ def main(argv=None):
     parser.add_argument("--max-train", type=int, default=5_000)
     parser.add_argument("--quick", action="store_true", help="500 training rows: a smoke test")
     parser.add_argument("--force", action="store_true", help="re-run stored entries")
-    parser.add_argument("--report-only", action="store_true")
+    _harness.add_render_option(parser)
     parser.add_argument("--note", default=None, help="a remark on how the runs were made (in the report)")
     args = parser.parse_args(argv)
-    store = Store(None, args.quick, force=args.force, register_run=not args.report_only)
-    if not args.report_only:
+    store = Store(None, args.quick, force=args.force, register_run=not args.render_only)
+    if not args.render_only:
         for name in args.sets:
             data = load_set(name, 500 if args.quick else args.max_train)
             if data is None:

@@ -11,8 +11,8 @@ an OpenBLAS predict looked 20-60 % slower on usps). The baseline is an installed
     git worktree add /tmp/sk-base <rev> && pip install --target /tmp/sk-base-site /tmp/sk-base
     python benchmarks/bench_dropin.py --baseline /tmp/sk-base-site --baseline-rev <rev>
 
-Writes benchmarks/results/dropin.md (and dropin_fit.json). Sets missing from ../shared/data are
-skipped.
+Writes benchmarks/results/dropin.md and dropin.json (``--render-only``: the markdown from the
+JSON, nothing run). Sets missing from ../shared/data are skipped.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table)
+import _harness  # noqa: E402
 import bench_svc  # noqa: E402  (scale_gamma)
+from _harness import fmt, md_table  # noqa: E402
 from _worker import LineWorker  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -102,22 +103,53 @@ def libsvm_predictions(name: str, C: float) -> tuple[str, float]:
     return "".join("1" if p > 0 else "0" for p in pred), t
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "dropin"
+
+
+def render(store: Store) -> None:
+    """dropin.md from the stored entries."""
+    rows = []
+    for key, e in store.entries.items():
+        if key == "small":
+            continue
+        name, C = key.split("/C=")
+        r = e["result"]
+        rows.append([name, C, fmt(r["t_base"]), fmt(r["t_new"]), fmt(r["t_new"] / r["t_base"], ".2f"),
+                     f"{r['n_iter_base']} / {r['n_iter']}", f"{r['n_sv_base']} / {r['n_sv']}",
+                     f"{100 * r['agree_base']:.2f} / {100 * r['agree']:.2f}", fmt(r["t_sklearn"])])
+    small = store.entries["small"]
+    repeats, sb, sn = small["config"]["repeats"], small["result"]["t_base"], small["result"]["t_new"]
+    body = [f"Baseline: revision {store.summary.get('baseline_rev', '?')} (before the drop-in work: probability, "
+            "callable kernels, sparse attributes, masked weights, and the dense rbf rows from norms and dot products). "
+            f"Fits alternate between the two revisions, median of {repeats}; rbf, gamma = the value of "
+            "'scale', tol 1e-3, cache 200 MB, all threads. Agreement: holdout predictions equal to "
+            "scikit-learn's SVC (LIBSVM) fitted with the same settings, ties included.", "",
+            *md_table(["data", "C", "fit s (base)", "fit s (this)", "this / base", "iterations base / this",
+                       "nSV base / this", "% = LIBSVM base / this", "LIBSVM fit s"], rows), "",
+            f"Per-fit overhead on 200 x 5 problems (median over {small['config']['n']} fits, median of {repeats}): "
+            f"{1e3 * sb:.3f} ms (base) / {1e3 * sn:.3f} ms (this) = {sn / sb:.2f}."]
+    store.write_md("sparsekernel.SVC as a drop-in: fit time against the earlier revision, agreement with LIBSVM",
+                   body)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="site directory holding the earlier revision")
+    parser.add_argument("--baseline", help="site directory holding the earlier revision (required to run)")
     parser.add_argument("--baseline-rev", default="?", help="its git revision (for the table)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sets", default=",".join(DATASETS))
+    _harness.add_render_option(parser)
     args = parser.parse_args(argv)
-    store = Store("fit", quick=False, force=True)
+    if args.render_only:
+        render(Store(register_run=False))
+        return 0
+    if not args.baseline:
+        parser.error("--baseline is required")
+    store = Store(force=True)
+    store.summary["baseline_rev"] = args.baseline_rev
     base, new = Worker(args.baseline), Worker(None)
     print("baseline:", base.module, "\nthis revision:", new.module, flush=True)
-    rows = []
-    agreement = []
     for name in args.sets.split(","):
         if _datasets.load(name) is None:
             print(f"{name}: missing, skipped")
@@ -128,43 +160,28 @@ def main(argv=None) -> int:
                 runs["base"].append(base.ask(op="fit", data=name, C=C))
                 runs["new"].append(new.ask(op="fit", data=name, C=C))
             ref, t_skl = libsvm_predictions(name, C)
-            tb = statistics.median(r["t"] for r in runs["base"])
-            tn = statistics.median(r["t"] for r in runs["new"])
             pred_new, pred_base = runs["new"][0]["pred"], runs["base"][0]["pred"]
             agree = float(np.mean(np.frombuffer(pred_new.encode(), np.uint8) == np.frombuffer(ref.encode(), np.uint8)))
             agree_base = float(np.mean(np.frombuffer(pred_base.encode(), np.uint8)
                                        == np.frombuffer(ref.encode(), np.uint8)))
-            result = {"t_base": tb, "t_new": tn, "t_sklearn": t_skl, "agree": agree, "agree_base": agree_base,
+            result = {"t_base": statistics.median(r["t"] for r in runs["base"]),
+                      "t_new": statistics.median(r["t"] for r in runs["new"]), "t_sklearn": t_skl,
+                      "agree": agree, "agree_base": agree_base,
                       "n_iter": runs["new"][0]["n_iter"], "n_iter_base": runs["base"][0]["n_iter"],
                       "n_sv": runs["new"][0]["n_sv"], "n_sv_base": runs["base"][0]["n_sv"],
                       "all_base": [r["t"] for r in runs["base"]], "all_new": [r["t"] for r in runs["new"]]}
             store.put(f"{name}/C={C:g}", {"repeats": args.repeats}, result)
             print(name, C, json.dumps({k: v for k, v in result.items() if not k.startswith("all")}), flush=True)
-            rows.append([name, f"{C:g}", bench_csmo.fmt(tb), bench_csmo.fmt(tn), bench_csmo.fmt(tn / tb, ".2f"),
-                         f"{result['n_iter_base']} / {result['n_iter']}", f"{result['n_sv_base']} / {result['n_sv']}",
-                         f"{100 * agree_base:.2f} / {100 * agree:.2f}", bench_csmo.fmt(t_skl)])
-            agreement.append(agree)
     small = {"base": [], "new": []}
     for _ in range(args.repeats):
         small["base"].append(base.ask(op="small", n=SMALL_FITS)["t"])
         small["new"].append(new.ask(op="small", n=SMALL_FITS)["t"])
-    sb, sn = statistics.median(small["base"]), statistics.median(small["new"])
-    store.put("small", {"repeats": args.repeats, "n": SMALL_FITS}, {"t_base": sb, "t_new": sn})
+    store.put("small", {"repeats": args.repeats, "n": SMALL_FITS},
+              {"t_base": statistics.median(small["base"]), "t_new": statistics.median(small["new"])})
     base.close()
     new.close()
-    lines = ["# sparsekernel.SVC as a drop-in: fit time against the earlier revision, agreement with LIBSVM", "",
-             "Generated by `benchmarks/bench_dropin.py`.", "", *store.header(), "",
-             f"Baseline: revision {args.baseline_rev} (before the drop-in work: probability, callable kernels, "
-             "sparse attributes, masked weights, and the dense rbf rows from norms and dot products). "
-             f"Fits alternate between the two revisions, median of {args.repeats}; rbf, gamma = the value of "
-             "'scale', tol 1e-3, cache 200 MB, all threads. Agreement: holdout predictions equal to "
-             "scikit-learn's SVC (LIBSVM) fitted with the same settings, ties included.", "",
-             *bench_csmo.md_table(["data", "C", "fit s (base)", "fit s (this)", "this / base", "iterations base / this",
-                                   "nSV base / this", "% = LIBSVM base / this", "LIBSVM fit s"], rows), "",
-             f"Per-fit overhead on 200 x 5 problems (median over {SMALL_FITS} fits, median of {args.repeats}): "
-             f"{1e3 * sb:.3f} ms (base) / {1e3 * sn:.3f} ms (this) = {sn / sb:.2f}.", ""]
-    (bench_csmo.RESULTS / "dropin.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+    render(store)
+    print(store.md_path.read_text())
     return 0
 
 

@@ -11,7 +11,7 @@ builds of the core cannot share a process); the measurements alternate between t
     python benchmarks/bench_kernels.py [--baseline DIR --baseline-rev REV] [--threads 1,2]
 
 DIR holds the ``_core*.so`` of the earlier revision (for example an installed copy's
-``site-packages/sparsekernel``). Writes benchmarks/results/kernels.md and kernels.json. Data sets
+``site-packages/sparsekernel``). Writes benchmarks/results/kernels_blocks.md and .json. Data sets
 missing from ../shared/data are skipped.
 """
 
@@ -32,14 +32,14 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table)
+import _harness  # noqa: E402  (the results store, tables)
 
 HERE = Path(__file__).resolve().parent
 DATASETS = ("skin", "magic", "ringnorm", "a9a", "usps", "w8a")
 N_ROWS, N_COLS = 256, 20_000
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "kernels"
 
 
@@ -121,8 +121,8 @@ def main() -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--baseline", help="directory holding an earlier revision's _core*.so")
     ap.add_argument("--baseline-rev", default="earlier", help="its name in the table")
-    ap.add_argument("--datasets", type=bench_csmo.csv_list(str, DATASETS), default=list(DATASETS))
-    ap.add_argument("--threads", type=bench_csmo.csv_list(int), default=[1, 2])
+    ap.add_argument("--datasets", type=_harness.csv_list(str, DATASETS), default=list(DATASETS))
+    ap.add_argument("--threads", type=_harness.csv_list(int), default=[1, 2])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--data-dir")
@@ -189,14 +189,14 @@ def render(store: Store, labels: list[str], args) -> None:
         ours = res["ours"]
         rel = abs(ours["checksum"] - res["scikit-learn"]["checksum"]) / abs(res["scikit-learn"]["checksum"])
         rows.append([name, ours["d"], "CSR" if ours["sparse"] else "dense", threads]
-                    + [bench_csmo.fmt(med[label], ".1f") for label in labels]
-                    + [bench_csmo.fmt(med["scikit-learn"] / med["ours"], ".2f")]
-                    + ([bench_csmo.fmt(med[base] / med["ours"], ".2f")] if base else [])
+                    + [_harness.fmt(med[label], ".1f") for label in labels]
+                    + [_harness.fmt(med["scikit-learn"] / med["ours"], ".2f")]
+                    + ([_harness.fmt(med[base] / med["ours"], ".2f")] if base else [])
                     + [f"{rel:.1e} (sums)"])
     body = [f"K(A, B), rbf, gamma = 'scale', A = {N_ROWS} test rows, B = the first {N_COLS:,} training "
             f"rows; median over {args.runs} interleaved measurements of the median of {args.reps} calls. "
             "Ratios above 1: ours is faster.", ""]
-    body += bench_csmo.md_table(headers, rows)
+    body += _harness.md_table(headers, rows)
     store.write_md("Kernel blocks K(A, B)", body, complete=True)
 
 

@@ -67,30 +67,25 @@ Smoke test (seconds; every part accepts ``--quick``, which writes ``klr_<part>_q
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import math
 import os
 import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _args  # noqa: E402
 import _datasets  # noqa: E402
+import _harness  # noqa: E402  (the results store, tables, environment)
 import _klr_data as kd  # noqa: E402
 import _klr_paper_numbers as pn  # noqa: E402
-import bench_svc  # noqa: E402  (house-style helpers: environment(), markdown_row(), sklearnex routes)
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS = REPO_ROOT / "benchmarks" / "results"
+import bench_svc  # noqa: E402  (prepare, scale_gamma, sklearnex routes)
+from _harness import RESULTS, csv_list, fmt, md_table  # noqa: E402
 
 PARTS = ("sklr-table3", "sklr-table4", "sklr-table5", "keerthi-table2", "keerthi-scaling",
          "probability", "speed", "sklr-default", "compact")
@@ -134,37 +129,6 @@ BAR_SPEED_PLAIN = 2.0     # S-KLR time <= 2 x faster plain SVC peer at C = 1
 
 
 # ====================================================================================== utilities
-def fmt(value, spec: str = ".3f") -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return format(value, spec)
-
-
-def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    return [bench_svc.markdown_row(headers), bench_svc.markdown_row(["---"] * len(headers)),
-            *[bench_svc.markdown_row([str(c) for c in row]) for row in rows]]
-
-
-csv_list = _args.csv_list  # one definition: benchmarks/_args.py
-
-
-def canonical(obj):
-    """JSON round trip (tuples -> lists, numpy scalars -> Python) so stored configs compare equal."""
-    return json.loads(json.dumps(obj, default=_json_default))
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
-
-
 def timed(fn, *args, **kwargs):
     gc.collect()
     t0 = time.perf_counter()
@@ -192,90 +156,15 @@ def log_C(C: float) -> str:
 
 
 # ====================================================================================== results store
-class Store:
-    """One part's JSON (runs, entries keyed by unit of work) and its markdown section.
+class Store(_harness.Store):
+    """``klr_<part>.{json,md}`` (dashes of the part name as underscores); the tables show the entries
+    of the current settings (``matching``), the others stay in the JSON."""
 
-    An entry is reused when its ``config`` (every setting that changes the result) equals the
-    current one; ``--force`` recomputes the requested units.  The file is rewritten atomically after
-    every ``put``.
-    """
+    prefix = "klr"
 
-    def __init__(self, part: str, quick: bool, force: bool = False, register_run: bool = True):
-        stem = "klr_" + part.replace("-", "_") + ("_quick" if quick else "")
-        self.part, self.quick, self.force = part, quick, force
-        self.md_path = RESULTS / f"{stem}.md"
-        self.json_path = RESULTS / f"{stem}.json"
-        data = json.loads(self.json_path.read_text()) if self.json_path.exists() else {}
-        self.runs: list[dict] = data.get("runs", [])
-        self.entries: dict[str, dict] = data.get("entries", {})
-        self.summary: dict = data.get("summary", {})
-        self.run_index = None
-        if register_run:
-            self.runs.append(bench_svc.environment())
-            self.run_index = len(self.runs) - 1
-
-    @staticmethod
-    def load(part: str, quick: bool) -> Store | None:
-        stem = "klr_" + part.replace("-", "_") + ("_quick" if quick else "")
-        if not (RESULTS / f"{stem}.json").exists():
-            return None
-        return Store(part, quick, register_run=False)
-
-    def get(self, key: str, config: dict):
-        e = self.entries.get(key)
-        if e is None or e["config"] != canonical(config):
-            return None
-        return e["result"]
-
-    def done(self, key: str, config: dict) -> bool:
-        return not self.force and self.get(key, config) is not None
-
-    def put(self, key: str, config: dict, result: dict) -> None:
-        self.entries[key] = {"config": canonical(config), "result": canonical(result),
-                             "run": self.run_index,
-                             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-        self.save()
-
-    def matching(self, config: dict) -> dict[str, dict]:
-        """Entries computed with ``config`` (the others are ignored by the tables)."""
-        c = canonical(config)
-        return {k: e["result"] for k, e in self.entries.items() if e["config"] == c}
-
-    def save(self) -> None:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        raw = dict(part=self.part, quick=self.quick, runs=self.runs, summary=self.summary,
-                   entries=self.entries)
-        tmp = self.json_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(raw, indent=1, default=_json_default))
-        tmp.replace(self.json_path)
-
-    def header(self, config: dict) -> list[str]:
-        """Metadata of the run writing the file, and of the earlier runs whose entries are shown."""
-        env = self.runs[self.run_index] if self.run_index is not None else self.runs[-1]
-        lines = [f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in env.items()]
-        c = canonical(config)
-        used = sorted({e.get("run") for e in self.entries.values()
-                       if e["config"] == c and e.get("run") is not None} - {self.run_index})
-        if used:
-            lines.append("- entries from earlier runs (restarts): " + "; ".join(
-                f"{self.runs[i]['date']} `{self.runs[i]['command']}` at {self.runs[i]['repo revision']}"
-                for i in used if i < len(self.runs)))
-        ignored = sum(1 for e in self.entries.values() if e["config"] != c)
-        if ignored:
-            lines.append(f"- {ignored} stored entr{'y' if ignored == 1 else 'ies'} with other settings "
-                         "(another grid or tolerance) are kept in the JSON but not shown")
-        return lines
-
-    def write_md(self, title: str, config: dict, body: list[str], complete: bool) -> None:
-        lines = [f"## {title}", ""]
-        if self.quick:
-            lines += ["**QUICK smoke test (reduced grid / data): the numbers are not meaningful.**", ""]
-        if not complete:
-            lines += ["**Partial results: the run has not finished (or was interrupted).**", ""]
-        lines += self.header(config) + [""] + body
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        self.md_path.write_text("\n".join(lines).rstrip() + "\n")
-        self.save()
+    @classmethod
+    def stem(cls, part: str, quick: bool) -> str:
+        return super().stem(part.replace("-", "_"), quick)
 
 
 # ====================================================================================== S-KLR common
@@ -557,13 +446,13 @@ def render_table3(store: Store, cfg: dict, complete: bool) -> None:
         "",
     ]
     if not groups:
-        store.write_md("S-KLR Table 3: accuracy and sparsity (5-fold CV)", cfg, body + ["(no results yet)"],
-                       complete)
+        store.write_md("S-KLR Table 3: accuracy and sparsity (5-fold CV)",
+                       body + ["(no results yet)"], complete, config=cfg)
         return
     headers, rows, per_method, _ = side_by_side(groups, T3_METHODS)
-    body += ["### Accuracy and fraction of points kept (Table 3 + Table 2's SVM)", "", *md_table(headers, rows), ""]
+    body += ["## Accuracy and fraction of points kept (Table 3 + Table 2's SVM)", "", *md_table(headers, rows), ""]
     h2, r2, _, _ = side_by_side(groups, T3_SPARSE)
-    body += ["### Sparsest of the 3 most accurate (Table 2)", "", *md_table(h2, r2), ""]
+    body += ["## Sparsest of the 3 most accurate (Table 2)", "", *md_table(h2, r2), ""]
     # the bar
     n_sets, n_units = len(groups), sum(len(v) for v in groups.values())
     acc, kept = mean(per_method["S-KLR"][0]), mean(per_method["S-KLR"][1])
@@ -588,7 +477,7 @@ def render_table3(store: Store, cfg: dict, complete: bool) -> None:
                     out.append(f"{log_C(c['C'])}/{c['lam'] / c['C']:.2f}")
             return " ".join(out)
         rows.append([ds] + [cells(v) for v in ("KLR-1ord", "KLR-2ord", "S-KLR", "S-KLR sparsest3", "SVM")])
-    body += ["### Chosen hyper-parameters per fold", "",
+    body += ["## Chosen hyper-parameters per fold", "",
              "log10 C, and lam / C for S-KLR, one value per fold in fold order.", "",
              *md_table(["data", "KLR-1ord", "KLR-2ord", "S-KLR", "S-KLR sparsest3", "SVM"], rows), ""]
     # capped fits
@@ -604,7 +493,7 @@ def render_table3(store: Store, cfg: dict, complete: bool) -> None:
         if recs:
             rows.append([f"refit {variant}", len(recs), sum(not g["converged"] for g in recs),
                          sum(g["bound_fallback"] for g in recs), fmt(sum(g["time"] for g in recs), ".2f")])
-    body += ["### Fits that hit max_iter", "",
+    body += ["## Fits that hit max_iter", "",
              f"capped = fits stopped by max_iter = {cfg['max_iter']} (converged_ False; the paper's second "
              "stopping rule, so such models are used as they are).  bound fallback = fits where the box "
              f"[{cfg['bound']:g}, C - {cfg['bound']:g}] admits no y'a = 0 (C m_minority / n <= bound, e.g. "
@@ -613,7 +502,7 @@ def render_table3(store: Store, cfg: dict, complete: bool) -> None:
              *md_table(["fits", "n", "capped", "bound fallback", "fit time (s)"], rows), ""]
     wall = sum(r["seconds"] for r in entries.values())
     body += [f"Compute: {len(entries)} (data set, fold) units, {wall / 60:.1f} min of worker time.", ""]
-    store.write_md("S-KLR Table 3: accuracy and sparsity (5-fold CV)", cfg, body, complete)
+    store.write_md("S-KLR Table 3: accuracy and sparsity (5-fold CV)", body, complete, config=cfg)
 
 
 def cmd_sklr_table3(args) -> int:
@@ -728,7 +617,7 @@ def render_table4(store: Store, cfg: dict, complete: bool) -> None:
         store.summary = dict(bar=verdict, mean_ratio=m, sets=len(datasets))
     else:
         body.append("(no results yet)")
-    store.write_md("S-KLR Table 4: first- vs second-order working set selection, fit time", cfg, body, complete)
+    store.write_md("S-KLR Table 4: first- vs second-order working set selection, fit time", body, complete, config=cfg)
 
 
 # ---------------------------------------------------------------------------------- part 3: Table 5
@@ -795,8 +684,8 @@ def render_table5(store: Store, cfg: dict, t3_entries: dict, complete: bool) -> 
         "",
     ]
     if not groups:
-        store.write_md("S-KLR Table 5: lambda-choice vs the full (C, lam) grid (no validation set)", cfg,
-                       body + ["(no results yet)"], complete)
+        store.write_md("S-KLR Table 5: lambda-choice vs the full (C, lam) grid (no validation set)",
+                       body + ["(no results yet)"], complete, config=cfg)
         return
     entries = {k: dict(res, refit=choose(res["grid"], T5_VARIANTS, "test_acc"))   # Table 3 layout, copies
                for k, res in entries.items()}
@@ -807,7 +696,7 @@ def render_table5(store: Store, cfg: dict, t3_entries: dict, complete: bool) -> 
     for row, results in zip(rows, groups.values()):
         row.insert(2, ",".join(sorted({r["source"] for r in results})))
     rows[-1].insert(2, "")
-    body += ["### Test-selected models (Table 5)", "", *md_table(headers, rows), ""]
+    body += ["## Test-selected models (Table 5)", "", *md_table(headers, rows), ""]
     lc, sk = per_method["lambda-choice"], per_method["S-KLR"]
     body += [f"Averages, ours vs paper: lambda-choice {fmt(mean(lc[0]))} / {fmt(mean(lc[1]))} (paper 0.929 / "
              f"0.4651); S-KLR {fmt(mean(sk[0]))} / {fmt(mean(sk[1]))} (paper 0.9315 / 0.4164).  The paper's claim: "
@@ -825,10 +714,11 @@ def render_table5(store: Store, cfg: dict, t3_entries: dict, complete: bool) -> 
         g3 = by_dataset(t3_entries)
         m3 = [("lambda-choice", pn.SKLR_TABLE5, "lambda-choice"), ("S-KLR", pn.SKLR_TABLE3, "S-KLR")]
         h, r, _, _ = side_by_side(g3, m3)
-        body += ["### The same two strategies with the 5% validation split (from the sklr-table3 run)", "",
+        body += ["## The same two strategies with the 5% validation split (from the sklr-table3 run)", "",
                  "Paper columns: Table 5's lambda-choice (test-selected; the paper has no validated lambda-choice) "
                  "and Table 3's S-KLR (validated).", "", *md_table(h, r), ""]
-    store.write_md("S-KLR Table 5: lambda-choice vs the full (C, lam) grid (no validation set)", cfg, body, complete)
+    store.write_md("S-KLR Table 5: lambda-choice vs the full (C, lam) grid (no validation set)",
+                   body, complete, config=cfg)
 
 
 # ====================================================================================== Keerthi Table 2
@@ -1031,7 +921,7 @@ def render_keerthi2(store: Store, cfg: dict, complete: bool) -> None:
         store.summary = dict(bar=verdict, rows=len(rows), passing=sum(verdicts))
     else:
         body.append("(no results yet)")
-    store.write_md("Keerthi Table 2: KLR training time vs C (ours, L-BFGS, paper)", cfg, body, complete)
+    store.write_md("Keerthi Table 2: KLR training time vs C (ours, L-BFGS, paper)", body, complete, config=cfg)
 
 
 # ====================================================================================== Keerthi scaling
@@ -1101,7 +991,7 @@ def render_scaling(store: Store, cfg: dict, complete: bool) -> None:
         store.summary = dict(slope=slope, sizes=len(ms), paper=sc_exp())
     else:
         body.append("(no results yet)")
-    store.write_md("Keerthi scaling exponent on Adult (a9a subsets)", cfg, body, complete)
+    store.write_md("Keerthi scaling exponent on Adult (a9a subsets)", body, complete, config=cfg)
 
 
 def sc_exp():
@@ -1275,12 +1165,12 @@ def render_probability(store: Store, cfg: dict, complete: bool) -> None:
             k = res["methods"]["KLR"]
             lrows = [[fmt(r["ratio"], "g"), fmt(r["ratio"] * k["C"], "g"), fmt(r["nll_mean"], ".4f"),
                       fmt(r["ece"], ".4f"), fmt(r["err"], ".4f"), fmt(r["kept"])] for r in res["lam_path"]]
-            body += [f"### S-KLR as lam grows: {res['dataset']} (C = {k['C']:g}, gamma = {k['gamma']:.4g}, KLR's CV choice)",
+            body += [f"## S-KLR as lam grows: {res['dataset']} (C = {k['C']:g}, gamma = {k['gamma']:.4g}, KLR's CV choice)",
                      "", *md_table(["lam / C", "lam", "test log-loss (mean)", "ECE", "test err", "kept"], lrows), ""]
         store.summary = dict(winners=wins)
     else:
         body.append("(no results yet)")
-    store.write_md("Keerthi Tables 3-4: probability quality (NLL, error, calibration)", cfg, body, complete)
+    store.write_md("Keerthi Tables 3-4: probability quality (NLL, error, calibration)", body, complete, config=cfg)
 
 
 # ====================================================================================== sklr-default
@@ -1455,14 +1345,14 @@ def render_sklr_default(store: Store, cfg: dict, complete: bool) -> None:
         if not rows:
             continue
         verdict = "PASS" if v["both"] >= BAR_DEFAULT_SETS else "FAIL"
-        body += [f"### {title}", "", *md_table(headers, rows), "",
+        body += [f"## {title}", "", *md_table(headers, rows), "",
                  f"**Bar** (>= {BAR_DEFAULT_SETS} of 12 sets keep <= half at accuracy within 0.5 points of lam = 0, "
                  f"log-loss within 5 %): **{verdict}** — sparse and accurate on {v['sparse']}/{v['sets']} sets, "
                  f"log-loss within 5 % on {v['ll']}/{v['sets']}, both on {v['both']}/{v['sets']}.", ""]
         summary[f"bar_{block}"] = f"{verdict} ({v['both']}/{v['sets']})"
     cal = entries.get("calibration")
     if cal:
-        body += [f"### Calibration: {cal['dataset']} (fold 0, {cal['n_train']} train / {cal['n_test']} test), C = {cal['C']:g}, "
+        body += [f"## Calibration: {cal['dataset']} (fold 0, {cal['n_train']} train / {cal['n_test']} test), C = {cal['C']:g}, "
                  "gamma='scale'", "",
                  "The issue's phishing set (C = 10) is not in the data directory; magic stands in.  sigma(f) against the",
                  "library's sigma(f / T) and the shifted link.", ""]
@@ -1471,7 +1361,7 @@ def render_sklr_default(store: Store, cfg: dict, complete: bool) -> None:
                  fmt(r["ece_sig"], ".4f"), fmt(r["ece_T"], ".4f"), fmt(r["ece_shift"], ".4f")] for r in cal["rows"]]
         body += md_table(["lam / C", "lam", "kept", "acc %", "T", "log-loss sig", "log-loss T", "log-loss shift",
                           "ECE sig", "ECE T", "ECE shift"], crow) + [""]
-        body += [f"### lam path (`sklr_path`, warm-started, S-KLR Fig. 7 style): {cal['dataset']}, C = {cal['C']:g}", "",
+        body += [f"## lam path (`sklr_path`, warm-started, S-KLR Fig. 7 style): {cal['dataset']}, C = {cal['C']:g}", "",
                  "Probabilities are predict_proba's (sigma(f / T)); n_iter = SMO steps of the warm-started fit.", ""]
         prow = [[fmt(e["lam"], ".4g"), fmt(e["kept"]), fmt(100 * e["accuracy"], ".2f"), fmt(e["log_loss"], ".4f"),
                  fmt(e["ece"], ".4f"), fmt(float(np.atleast_1d(e["temperature"])[0]), ".2f"), e["n_iter"],
@@ -1480,7 +1370,7 @@ def render_sklr_default(store: Store, cfg: dict, complete: bool) -> None:
     if len(body) <= 11:
         body.append("(no results yet)")
     store.summary = summary
-    store.write_md("S-KLR default lam, calibrated probabilities and the lam path", cfg, body, complete)
+    store.write_md("S-KLR default lam, calibrated probabilities and the lam path", body, complete, config=cfg)
 
 
 # ====================================================================================== speed
@@ -1593,7 +1483,7 @@ def cmd_speed(args) -> int:
                 over_limit = (C, stats["sk"]["time"])
             res = dict(dataset=name, C=C, gamma=data.gamma, summary=data.summary, stats=stats)
             store.put(key, cfg, res)
-            print(bench_svc.markdown_row(speed_row(res)), flush=True)
+            print(_harness.md_row(speed_row(res)), flush=True)
             render_speed(store, cfg, notes, limit, False)
         del data
         gc.collect()
@@ -1694,13 +1584,12 @@ def render_speed(store: Store, cfg: dict, notes: list[str], limit, complete: boo
             body += ["Notes:", "", *[f"- {n}" for n in notes + extra], ""]
     else:
         body.append("(no results yet)")
-    store.write_md("Speed: S-KLR against SVC with and without probability=True", cfg, body, complete)
+    store.write_md("Speed: S-KLR against SVC with and without probability=True", body, complete, config=cfg)
 
 
 # ====================================================================================== assemble
+ASSEMBLE_TITLE = "Kernel logistic regression benchmarks"
 ASSEMBLE_INTRO = """\
-# Kernel logistic regression benchmarks
-
 Our `KernelLogisticRegression` / `SparseKernelLogisticRegression` (S-KLR) against the published
 numbers of the two papers they implement, and against SVC peers.  Every section is produced by one
 subcommand of `benchmarks/bench_klr.py` (its own date, command, machine and repository revision are
@@ -1732,16 +1621,13 @@ listed at its top) and puts our numbers next to the paper's.
 
 def cmd_assemble(args) -> int:
     lines = [ASSEMBLE_INTRO]
-    if args.quick:
-        lines += ["**Assembled from QUICK smoke-test sections: not meaningful.**", ""]
     rows, sections = [], []
     for part in PARTS:
-        stem = "klr_" + part.replace("-", "_") + ("_quick" if args.quick else "")
-        md, js = RESULTS / f"{stem}.md", RESULTS / f"{stem}.json"
-        if not md.exists():
+        st = Store.load(part, args.quick)
+        if st is None or not st.md_path.exists():
             rows.append([part, "not run"])
             continue
-        summary = json.loads(js.read_text()).get("summary", {}) if js.exists() else {}
+        summary = st.summary
         bars = {k: v for k, v in summary.items() if k.startswith("bar")}
         if part == "keerthi-scaling" and "slope" in summary:
             bars = {"slope": f"{fmt(summary['slope'], '.2f')} (paper {summary.get('paper')})"}
@@ -1751,15 +1637,13 @@ def cmd_assemble(args) -> int:
         if part == "probability" and "winners" in summary:
             bars = {"winners": "; ".join(summary["winners"])}
         rows.append([part, "; ".join(f"{k}: {v}" for k, v in bars.items()) or "-"])
-        text = md.read_text()
-        partial = "Partial results" in text
-        sections.append(text.rstrip() + "\n")
-        if partial:
+        text = st.md_path.read_text()
+        sections.append(text)
+        if "Partial results" in text:
             rows[-1][1] += " (partial)"
     lines += ["## Summary", "", *md_table(["part", "result"], rows), ""]
-    out = RESULTS / ("klr_quick.md" if args.quick else "klr.md")
-    out.write_text("\n".join(lines) + "\n" + "\n".join(sections))
-    print(f"wrote {out}", flush=True)
+    _harness.write_assembled(RESULTS / ("klr_quick.md" if args.quick else "klr.md"), ASSEMBLE_TITLE, lines,
+                             sections, args.quick)
     return 0
 
 
@@ -1947,7 +1831,7 @@ def render_compact(store: Store, cfg: dict, complete: bool) -> None:
             rows.append([f"`{m}`", fmt(s["time"], ".2f"), fmt(s["time"] / best, ".2f") if best else "-",
                          fmt(s["log_loss"], ".4f"), fmt(s["ece"], ".4f"), fmt(s["acc"], ".4f"), str(s["size"]),
                          s.get("solver", "")])
-        body += [f"### {name} (n_train = {res['n_train']}, n_test = {res['n_test']}, gamma = {res['gamma']:.4g})", "",
+        body += [f"## {name} (n_train = {res['n_train']}, n_test = {res['n_test']}, gamma = {res['gamma']:.4g})", "",
                  *md_table(["method", "t (s)", "t/prob", "log-loss", "ECE", "acc", "size", "route"], rows), ""]
         verdict = []
         for bar, label in (("bar_time", f"time ratio {fmt(v.get('time_ratio'), '.2f')}"),
@@ -1964,7 +1848,7 @@ def render_compact(store: Store, cfg: dict, complete: bool) -> None:
     body += ["Legend: " + "; ".join(f"`{k}` = {v}" for k, v in COMPACT_LABELS.items()), ""]
     store.summary = summary
     store.write_md("Compact-basis KLR at scale: against Nystroem + LogisticRegression and SVC(probability=True)",
-                   cfg, body, complete)
+                   body, complete, config=cfg)
 
 
 # ====================================================================================== command line

@@ -35,15 +35,20 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _harness  # noqa: E402  (standard library only: safe before pinning)
+from _harness import csv_list  # noqa: E402
+
 SYSTEMS = ("plain", "dc", "early", "intelex", "sklearn")
 
 
-def parse_args(argv=None):
-    sys.path.insert(0, str(HERE))
-    from _args import csv_list
+class Store(_harness.Store):
+    prefix = "large"
 
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cores", default="0,1", help="CPU ids to pin the process to")
+    p.add_argument("--cores", type=_harness.parse_cores, default="0,1", help="CPU ids to pin the process to")
     p.add_argument("--sizes", type=csv_list(int), default=[200_000, 500_000])
     p.add_argument("--dims", type=csv_list(int), default=[10, 50])
     p.add_argument("--real", type=csv_list(str, ("skin",)), default=["skin"])
@@ -59,18 +64,16 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cores = {int(c) for c in args.cores.split(",")}
-    from bench_scaling import pin
-
-    pin(cores)
+    cores = args.cores
+    try:
+        _harness.pin(cores)     # before numpy and the libraries start their thread pools
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     import numpy as np
 
     import _datasets
-    import bench_csmo
     import bench_svc
-
-    class Store(bench_csmo.Store):
-        prefix = "large"
 
     threads = len(cores)
     store = Store(None, quick=False, force=args.force)
@@ -165,7 +168,7 @@ def main(argv=None) -> int:
         rows.append((name, C, n, d, results))
 
     # ------------------------------------------------------------------ tables
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
 
     def ok(r):
         return r is not None and not r.get("error")
@@ -217,11 +220,11 @@ def main(argv=None) -> int:
                 level_rows.append([name, f"{C:g}", k] + ["; ".join(
                     f"l{s['level']}: {s['clusters']} x, {s['seconds']:.2f} s, {s['n_iter']} it, "
                     f"{s['kernel_evals'] / 1e9:.2f}e9 K" for s in r["levels"])])
-    body = [*bench_csmo.md_table(head, table), "",
+    body = [*_harness.md_table(head, table), "",
             f"Exact DC <= 0.3x plain: met on {exact_met} of {exact_total}. Early DC <= 0.05x plain within 0.5 "
             f"points of its accuracy: met on {early_met} of {early_total}.", "",
-            "### The levels of each divided solve (lowest first; l0 = the whole problem from level 1's solution)", "",
-            *bench_csmo.md_table(["data", "C", "model", "levels"], level_rows), ""]
+            "## The levels of each divided solve (lowest first; l0 = the whole problem from level 1's solution)", "",
+            *_harness.md_table(["data", "C", "model", "levels"], level_rows), ""]
     intro = [f"{threads} core(s): the process pinned to CPUs {sorted(cores)}; sparsekernel with n_jobs={threads}, "
              "scikit-learn-intelex with its default threads, scikit-learn single-threaded. Kernel rbf, gamma = "
              f"'scale' computed once per set, tol 1e-3, cache {args.cache:g} MB, one fit per system (minutes "

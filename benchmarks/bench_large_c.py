@@ -71,7 +71,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-import _args  # noqa: E402  (standard library only)
+import _harness  # noqa: E402  (standard library only)
 
 REAL_SETS = ("a9a", "w8a", "magic", "usps")
 GENERATED_SETS = ("smooth8", "classification")
@@ -104,6 +104,10 @@ QUICK = dict(sets=["a9a", "smooth8"], C=[1e1, 1e3], max_train=1000, n_generated=
 np = sp = _datasets = bench_csmo = bench_svc = bench_scaling = None
 
 
+class Store(_harness.Store):
+    prefix = "large_c"
+
+
 # ======================================================================================== bars
 def verdict(ok: bool | None) -> str:
     """The table's mark of one bar: pass, **FAIL**, or n/a."""
@@ -127,9 +131,9 @@ def _import_after_pinning() -> None:
     import scipy.sparse
 
     import _datasets as datasets_module
-    import bench_csmo as csmo_module      # Store, fmt, md_table
-    import bench_scaling as scaling_module  # pin, make_svc, timed_fit, warm_up
-    import bench_svc as svc_module        # scale_gamma, subsample_rows, environment
+    import bench_csmo as csmo_module      # total_iter
+    import bench_scaling as scaling_module  # make_svc, timed_fit, warm_up
+    import bench_svc as svc_module        # scale_gamma, subsample_rows
 
     scaling_module._import_after_pinning()
     np, sp, _datasets, bench_csmo, bench_svc, bench_scaling = (numpy, scipy.sparse, datasets_module, csmo_module,
@@ -379,21 +383,15 @@ def run_cell(worker: Worker, systems, args, X, y, gamma: float, C: float,
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    allowed = os.sched_getaffinity(0)
-    if not args.cores <= allowed:
-        print(f"error: --cores {sorted(args.cores)} not within the CPUs this process may use {sorted(allowed)}",
-              file=sys.stderr)
+    try:
+        _harness.pin(args.cores)    # before numpy and the libraries start their thread pools
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    from bench_scaling import pin  # standard library only at its module level
-
-    pin(args.cores)                 # before numpy and the libraries start their thread pools
     _import_after_pinning()
     if args.data_dir is not None:
         _datasets.set_data_dir(args.data_dir)
         os.environ["SPARSEKERNEL_DATA"] = str(args.data_dir)
-
-    class Store(bench_csmo.Store):
-        prefix = "large_c"
 
     store = Store(None, args.quick, args.force)
     threads = len(args.cores)
@@ -433,7 +431,7 @@ def main(argv=None) -> int:
                     results = run_cell(worker, systems, args, X, y, gamma, C, capped_before)
                     for s, r in results.items():
                         store.put(key_of(name, C, s), cfg, dict(set=name, C=C, **r))
-                    print(f"[{time.perf_counter() - t_start:7.1f} s] " + bench_csmo.md_table(
+                    print(f"[{time.perf_counter() - t_start:7.1f} s] " + _harness.md_table(
                         MAIN_HEADERS, [main_row(store, name, C, args.cap)])[-1]
                         + f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
                     render(store, args, notes, complete=False)
@@ -469,7 +467,7 @@ def _entries(store, name: str, C: float) -> dict[str, dict]:
 
 def _seconds(r: dict, cap) -> tuple[float | None, str]:
     """Median seconds (None when capped or failed) and the cell's text."""
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     if r.get("capped"):
         if r.get("skipped_after_cap_at") is not None:
             return None, f"> {cap:g} (capped at C={r['skipped_after_cap_at']:g})"
@@ -515,7 +513,7 @@ def bars(store, name: str, C: float, cap) -> dict:
 
 
 def main_row(store, name: str, C: float, cap) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = _entries(store, name, C)
     o, lib, ilx = r["sparsekernel"], r["sklearn"], r["intelex"]
     b = bars(store, name, C, cap)
@@ -548,7 +546,7 @@ def main_row(store, name: str, C: float, cap) -> list[str]:
 
 
 def detail_row(store, name: str, C: float) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = _entries(store, name, C)
     o, lib, ilx = r["sparsekernel"], r["sklearn"], r["intelex"]
     ilx_rel = (None if "dual" not in ilx or "dual" not in lib
@@ -564,7 +562,7 @@ def detail_row(store, name: str, C: float) -> list[str]:
 
 
 def render(store, args, notes, complete: bool) -> None:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     sets = store.summary.get("sets", {})
     # every stored cell (a run with other --sets or --C keeps the earlier ones), in the order of SETS and C
     stored = {(e["result"].get("set"), float(e["result"].get("C"))) for e in store.entries.values()}
@@ -603,23 +601,23 @@ def render(store, args, notes, complete: bool) -> None:
         "so its float64 gap can exceed tol; `kkt_gap_` in the details is ours as our solver reported it.",
         "- n/a: a bar that cannot be decided (a fit past the cap, or missing).",
         "",
-        "### Sets", "",
-        *bench_csmo.md_table(["set", "n (rows used)", "rows available", "d", "storage", "gamma", "+1 fraction",
-                              "source"], set_rows),
+        "## Sets", "",
+        *_harness.md_table(["set", "n (rows used)", "rows available", "d", "storage", "gamma", "+1 fraction",
+                            "source"], set_rows),
         "",
-        "### Steps, time, dual objective and KKT gap", "",
-        *bench_csmo.md_table(MAIN_HEADERS, [main_row(store, n, C, cap) for n, C in pairs]),
+        "## Steps, time, dual objective and KKT gap", "",
+        *_harness.md_table(MAIN_HEADERS, [main_row(store, n, C, cap) for n, C in pairs]),
         "",
-        "### Details", "",
+        "## Details", "",
         "nSV and multipliers at C of each fit; oneDAL's own `n_iter_` (not pair steps), its dual and KKT gap "
         "evaluated as above; ours `kkt_gap_` as the solver reports it; abs(y'a) / sum a = the equality "
         "constraint's residual (relative).",
         "",
-        *bench_csmo.md_table(DETAIL_HEADERS, [detail_row(store, n, C) for n, C in pairs]),
+        *_harness.md_table(DETAIL_HEADERS, [detail_row(store, n, C) for n, C in pairs]),
     ]
     all_bars = {(n, C): bars(store, n, C, cap) for n, C in pairs}
     SUMMARY_LINES.clear()
-    SUMMARY_LINES.extend(["### Summary", ""])
+    SUMMARY_LINES.extend(["## Summary", ""])
     for key, label in (("steps", f"steps ours / LIBSVM <= {BAR_STEPS:g}"),
                        ("time", f"time ours / faster peer <= {BAR_TIME:g}"),
                        ("dual", f"dual objective ours >= LIBSVM's {BAR_DUAL:+g} relative"),
@@ -655,10 +653,11 @@ def render(store, args, notes, complete: bool) -> None:
 
 # ======================================================================================== arguments
 def parse_args(argv=None):
-    csv_list = _args.csv_list
+    csv_list = _harness.csv_list
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cores", default="0,1", help="CPU ids the process is pinned to (default 0,1)")
+    p.add_argument("--cores", type=_harness.parse_cores, default="0,1",
+                   help="CPU ids the process is pinned to (default 0,1)")
     p.add_argument("--sets", type=csv_list(str, SETS), default=None, help=f"default: {','.join(SETS)}")
     p.add_argument("--C", type=csv_list(float), default=None,
                    help=f"C values (default {','.join(f'{c:g}' for c in C_VALUES)})")
@@ -678,9 +677,8 @@ def parse_args(argv=None):
                    help="fit a system at every C even after it ran past the cap at a smaller C of the set "
                         "(default: not refitted, reported as capped)")
     p.add_argument("--skip-systems", type=csv_list(str, SYSTEMS), default=[], help="of sklearn,intelex")
-    _args.add_store_options(p, "smoke test (large_c_quick.*): a9a and smooth8, C 10 and 1000, 1000 rows, cap 10 s")
+    _harness.add_store_options(p, "smoke test (large_c_quick.*): a9a and smooth8, C 10 and 1000, 1000 rows, cap 10 s")
     args = p.parse_args(argv)
-    args.cores = _args.parse_cores(p, args.cores)
     defaults = dict(sets=list(SETS), C=list(C_VALUES), max_train=DEFAULT_MAX_TRAIN, n_generated=DEFAULT_N_GENERATED,
                     cap=DEFAULT_CAP, repeats=DEFAULT_REPEATS, peer_repeats=DEFAULT_PEER_REPEATS)
     for k, v in defaults.items():

@@ -54,8 +54,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402
-from _args import csv_list  # noqa: E402
+import _harness  # noqa: E402
+from _harness import csv_list  # noqa: E402
 
 MODEL_SETS = ["nonlinear", "a9a-dense", "a9a", "w8a-dense", "skin"]
 SWEEP_SETS = ["nonlinear", "a9a-dense", "a9a"]
@@ -63,7 +63,7 @@ PREDICT_AT = (1, 2, 4, 8, 16, 32)
 C, CACHE_MB = 1.0, 2000
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "manycore"
 
 
@@ -161,7 +161,7 @@ def report_model(store, sets, note=None):
                      *[f"{t1m / p[str(k)]:.1f}" for k in (4, 8, 16, 32)],
                      f"{t1m / hi['16']:.1f}"])
     body = [__doc__.split("\n\n")[1].strip(), "", *([f"Note: {note}", ""] if note else []),
-            *bench_csmo.md_table(head, rows), "",
+            *_harness.md_table(head, rows), "",
             "Speed-ups are the model's T(1) / T(k) (its own T(1), so that the model's error at one thread "
             "does not enter the ratio). Issue 52's bars: >= 10x at 16 cores on the 1e5 set, >= 8x on dense a9a."]
     store.write_md("Many cores: the parallel model from 1 and 2 threads (issue 52)", body, True)
@@ -225,7 +225,7 @@ def report_sweep(store, sets, cores, note=None):
                          f"{base['sparsekernel']['time'] / o:.1f}" if base["sparsekernel"] else "",
                          f"{base['intelex']['time'] / i:.1f}" if base["intelex"] else "", spread])
     body = [__doc__.split("\n\n")[2].strip(), "", *([f"Note: {note}", ""] if note else []),
-            *bench_csmo.md_table(head, rows)]
+            *_harness.md_table(head, rows)]
     store.write_md("Many cores: ours against scikit-learn-intelex, pinned (issue 52)", body, True)
 
 

@@ -14,8 +14,8 @@ Usage::
 
     python benchmarks/bench_memory.py [--sets a9a,w8a,skin] [--estimators svc,...] [--cache 100]
 
-Writes benchmarks/results/memory.json (merged across runs) and the memory table of
-benchmarks/results/robustness.md (``python benchmarks/bench_robustness.py`` writes the report).
+Writes benchmarks/results/memory.json (one entry per estimator and set, kept across runs), shown
+in benchmarks/results/robustness.md (``python benchmarks/bench_robustness.py`` writes the report).
 """
 
 from __future__ import annotations
@@ -30,19 +30,17 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+import _harness  # noqa: E402  (the results store, peak RSS)
 
 SETS = ("a9a", "w8a", "skin")
 ESTIMATORS = ("svc", "svr", "klr", "sklr", "nssvc", "nssvc-linear", "slmc", "skfd", "path")
 
 
-def _status(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
+class Store(_harness.Store):
+    """``memory.json``: one entry per ``<estimator>/<set>``."""
+
+    prefix = "memory"
 
 
 def _x_bytes(X):
@@ -90,21 +88,19 @@ def child(name, set_name, cache, time_limit):
     n = X.shape[0]
     model = make(name, n, cache, time_limit)
     gc.collect()
-    with open("/proc/self/clear_refs", "w") as f:  # resets VmHWM to the current RSS
-        f.write("5")
-    before = _status("VmRSS")
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
+    with _harness.PeakRSS(sample_seconds=None) as rss, warnings.catch_warnings():  # VmHWM - VmRSS before
         warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
         model.fit(X, y)
-    seconds = time.perf_counter() - t0
-    peak = _status("VmHWM") - before
+        seconds = time.perf_counter() - t0
+    if not rss.hwm_reset:
+        raise RuntimeError("the kernel's peak-RSS counter cannot be reset (/proc/self/clear_refs)")
     if name == "path":
         budget = fit_budget(model.estimator, X, n_splits=2)
     else:
         budget = fit_budget(model, X)
     print(json.dumps({"estimator": name, "set": set_name, "n": n, "x_mb": _x_bytes(X) / 2**20,
-                      "cache_mb": cache, "peak_mb": peak / 2**20, "budget_mb": budget.total / 2**20,
+                      "cache_mb": cache, "peak_mb": rss.growth_mb, "budget_mb": budget.total / 2**20,
                       "budget_terms": {k: v / 2**20 for k, v in budget.terms.items()}, "seconds": seconds}))
 
 
@@ -121,8 +117,7 @@ def main():
         return
     import _datasets
 
-    store = RESULTS / "memory.json"
-    rows = json.loads(store.read_text()) if store.exists() else {}
+    store = Store(force=True)
     for set_name in args.sets.split(","):
         if _datasets.load(set_name) is None:
             print(f"{set_name}: data missing, skipped")
@@ -134,13 +129,11 @@ def main():
                 print(f"{name} {set_name}: failed\n{proc.stderr[-2000:]}")
                 continue
             row = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows[f"{name}/{set_name}"] = row
+            store.put(f"{name}/{set_name}", {"cache": args.cache, "time_limit": args.time_limit}, row)
             ok = "within" if row["peak_mb"] <= row["budget_mb"] else "OVER"
             print(f"{name:13s} {set_name:5s} n={row['n']:7d} X={row['x_mb']:7.1f} MB peak={row['peak_mb']:8.1f} MB "
                   f"budget={row['budget_mb']:8.1f} MB {ok}  ({row['seconds']:.1f} s)  {row['budget_terms']}",
                   flush=True)
-            RESULTS.mkdir(exist_ok=True)
-            store.write_text(json.dumps(rows, indent=1, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ Parts (``--part``), each writing ``benchmarks/results/nssvm_<part>.{json,md}``:
 
 Measurements (every part): fit time = ``time.perf_counter`` around ``fit`` only (data generation,
 loading and scoring excluded); peak memory = the largest RSS above the RSS just before the fit
-(``bench_svc.PeakRSS``: a thread samples VmRSS every 5 ms, and the kernel's high-water mark is reset
+(``_harness.PeakRSS``: a thread samples VmRSS every 5 ms, and the kernel's high-water mark is reset
 before and read after the fit, so peaks inside native code are caught too); ACC / TACC = training /
 test accuracy in % (predictions in row chunks); NSV = ``len(support_)`` for NSSVC and SVC; for
 LinearSVC (both losses) the number of training points with y f(x) <= 1 + 1e-9 (the margin support
@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import statistics
 import sys
@@ -91,12 +90,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
+import _harness  # noqa: E402  (the results store, tables, PeakRSS)
 import _nssvm_paper_numbers as pn  # noqa: E402
-import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table, total_iter)
-import bench_svc  # noqa: E402  (PeakRSS, environment, subsample_rows)
+import bench_csmo  # noqa: E402  (total_iter)
+import bench_svc  # noqa: E402  (subsample_rows)
+from _harness import RESULTS, csv_list, fmt, md_table  # noqa: E402
 
-RESULTS = bench_csmo.RESULTS
-fmt, md_table, total_iter = bench_csmo.fmt, bench_csmo.md_table, bench_csmo.total_iter
+total_iter = bench_csmo.total_iter
 
 # ---------------------------------------------------------------------------------------- settings
 TABLE7_SIZES = (10**5, 10**6, 10**7, 10**8)
@@ -134,28 +134,14 @@ BAR_KERNEL_NSV_FRACTION = 0.20
 TAG = ""
 
 
-def stem(part: str, quick: bool) -> str:
-    return f"nssvm_{part}" + TAG + ("_quick" if quick else "")
+class Store(_harness.Store):
+    """``nssvm_<part>[<TAG>][_quick].{json,md}``."""
 
+    prefix = "nssvm"
 
-class Store(bench_csmo.Store):
-    """bench_csmo's JSON store (runs, entries keyed by unit, summary), as ``nssvm_<part>.{json,md}``."""
-
-    def __init__(self, part: str, quick: bool, force: bool = False, register_run: bool = True):
-        self.part, self.quick, self.force = part, quick, force
-        self.md_path = RESULTS / f"{stem(part, quick)}.md"
-        self.json_path = RESULTS / f"{stem(part, quick)}.json"
-        data = json.loads(self.json_path.read_text()) if self.json_path.exists() else {}
-        self.runs, self.entries = data.get("runs", []), data.get("entries", {})
-        self.summary = data.get("summary", {})
-        self.run_index = None
-        if register_run:
-            self.runs.append(bench_svc.environment())
-            self.run_index = len(self.runs) - 1
-
-    @staticmethod
-    def load(part: str, quick: bool) -> Store | None:
-        return Store(part, quick, register_run=False) if (RESULTS / f"{stem(part, quick)}.json").exists() else None
+    @classmethod
+    def stem(cls, part: str, quick: bool) -> str:
+        return super().stem(part + TAG, quick)
 
 
 # ======================================================================================== methods
@@ -286,7 +272,7 @@ def n_support(method: Method, model, X, y) -> int | None:
 def timed_fit(model, X, y) -> tuple[float, float, list]:
     """(fit seconds, peak RSS growth MB, warnings raised in fit)."""
     gc.collect()
-    with warnings.catch_warnings(record=True) as caught, bench_svc.PeakRSS() as rss:
+    with warnings.catch_warnings(record=True) as caught, _harness.PeakRSS() as rss:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         model.fit(X, y)
@@ -841,9 +827,8 @@ def render_kernel(store: Store, complete: bool, s_grid) -> None:
 
 
 # ======================================================================================== assemble
+ASSEMBLE_TITLE = "NSSVM benchmarks"
 ASSEMBLE_INTRO = """\
-# NSSVM benchmarks
-
 sparsekernel's NSSVC (Newton method for the sparsity-constrained SVM) against the published numbers of
 Zhou, "Sparse SVM for sufficient data reduction" (TPAMI 2021, section 4.4), against scikit-learn's
 linear models (LinearSVC with both losses, SGDClassifier(hinge), LogisticRegression) and, for the rbf
@@ -855,16 +840,13 @@ repository revision.
 
 def cmd_assemble(args) -> int:
     lines = [ASSEMBLE_INTRO]
-    if args.quick:
-        lines += ["**Assembled from QUICK smoke-test sections: not meaningful.**", ""]
     summary, sections = [], []
     for part in ("table7", "real", "kernel"):
         st = Store.load(part, args.quick)
-        md = RESULTS / f"{stem(part, args.quick)}.md"
-        if st is None or not md.exists():
+        if st is None or not st.md_path.exists():
             summary.append(f"- {part}: not run")
             continue
-        text = md.read_text()
+        text = st.md_path.read_text()
         partial = " (partial)" if "Partial results" in text else ""
         if part == "table7":
             summary += [f"- table7{partial}, NSSVC(): {name}: **{v}** ({measured})"
@@ -877,11 +859,10 @@ def cmd_assemble(args) -> int:
             summary += [f"- real{partial}, a9a within {BAR_A9A[2]:g} points of the paper's ACC {BAR_A9A[0]:.2f} / "
                         f"TACC {BAR_A9A[1]:.2f}: {label}: **{v}** ({measured})"
                         for label, v, measured in st.summary.get("bars", [])]
-        sections.append(text.rstrip() + "\n")
+        sections.append(text)
     lines += ["## Bars", "", *summary, ""]
-    out = RESULTS / (f"nssvm{TAG}" + ("_quick" if args.quick else "") + ".md")
-    out.write_text("\n".join(lines) + "\n" + "\n".join(sections))
-    print(f"wrote {out}", flush=True)
+    _harness.write_assembled(RESULTS / (f"nssvm{TAG}" + ("_quick" if args.quick else "") + ".md"), ASSEMBLE_TITLE,
+                             lines, sections, args.quick)
     return 0
 
 
@@ -899,22 +880,22 @@ def parse_args(argv=None):
                         help="limit every BLAS pool (threadpoolctl, user_api='blas') to N threads for the whole run; "
                              "results go to nssvm_<part>_blasN.* (default: no limit, the library as shipped)")
     g = parser.add_argument_group("table7")
-    g.add_argument("--sizes", type=bench_csmo.csv_list(parse_m), default=None,
+    g.add_argument("--sizes", type=csv_list(parse_m), default=None,
                    help="values of m (default 1e5,1e6,1e7,1e8; --quick: 1e4)")
     g.add_argument("--trials", type=parse_m_map, default=None,
                    help="trials per m, e.g. 1e5=5,1e6=5,1e7=3,1e8=1 (the default; unlisted m: 1)")
     g.add_argument("--peer-trials", type=parse_m_map, default=None,
                    help="peers run in the first k trials of m (default 1e7=1,1e8=1; unlisted m: all trials)")
-    g.add_argument("--big-peers", type=bench_csmo.csv_list(str, PEER_KEYS), default=[],
+    g.add_argument("--big-peers", type=csv_list(str, PEER_KEYS), default=[],
                    help=f"peers to run at m >= 1e8 too (default none; choose from {','.join(PEER_KEYS)})")
     g = parser.add_argument_group("real and kernel")
-    g.add_argument("--datasets", type=bench_csmo.csv_list(str), default=None,
+    g.add_argument("--datasets", type=csv_list(str), default=None,
                    help=f"subset (real: {','.join(REAL_SETS)}; kernel: {','.join(KERNEL_SETS)})")
     g.add_argument("--repeats", type=int, default=None,
                    help=f"fits per method, interleaved (default real {REPEATS['real']}, kernel {REPEATS['kernel']})")
     g.add_argument("--skin-split", choices=["random", "ordered"], default="random",
                    help="skin 90/10 split: seeded permutation (default) or file order")
-    g.add_argument("--s-grid", type=bench_csmo.csv_list(float), default=list(S_GRID),
+    g.add_argument("--s-grid", type=csv_list(float), default=list(S_GRID),
                    help="kernel part: s fractions besides 'auto' (default 0.02,0.05,0.1,0.2)")
     args = parser.parse_args(argv)
     if args.repeats is not None and args.repeats < 1:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import statistics
 import sys
 import time
@@ -35,6 +34,10 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _harness  # noqa: E402  (standard library only: safe before pinning)
+from _harness import csv_list  # noqa: E402
+
 MODELS = ("nusvc", "ocsvm", "nusvr")
 CLASSIFICATION_SETS = ("a9a", "w8a", "magic", "usps", "skin")
 REGRESSION_SETS = ("abalone", "cpusmall")
@@ -44,12 +47,13 @@ TOL, CACHE_SIZE = 1e-3, 200
 DUAL_BLOCK = 1024
 
 
-def parse_args(argv=None):
-    sys.path.insert(0, str(HERE))
-    from _args import csv_list
+class Store(_harness.Store):
+    prefix = "nusvm"
 
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cores", default="0,1", help="CPU ids to pin the process to (0 or 0,1)")
+    p.add_argument("--cores", type=_harness.parse_cores, default="0,1", help="CPU ids to pin the process to (0 or 0,1)")
     p.add_argument("--models", type=csv_list(str, MODELS), default=list(MODELS))
     p.add_argument("--sets", type=csv_list(str), default=None, help="override the sets of every model")
     p.add_argument("--nus", type=csv_list(float), default=list(NUS))
@@ -69,20 +73,18 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cores = {int(c) for c in args.cores.split(",")}
-    from bench_scaling import pin  # standard library only: safe before pinning
-
-    pin(cores)  # before numpy and the libraries start their thread pools
+    cores = args.cores
+    try:
+        _harness.pin(cores)     # before numpy and the libraries start their thread pools
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     import numpy as np
     import scipy.sparse as sp
 
     import _csmo_data
     import _datasets
-    import bench_csmo
     import bench_svc
-
-    class Store(bench_csmo.Store):
-        prefix = "nusvm"
 
     threads = len(cores)
     part = f"{threads}core" if threads == 1 else f"{threads}cores"
@@ -263,7 +265,7 @@ def main(argv=None) -> int:
                                                                         "infeasible)", X.shape[0], result))
 
     # ------------------------------------------------------------------ tables
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
 
     def med(r):
         return None if not r or r.get("error") or not r.get("times") else statistics.median(r["times"])
@@ -304,16 +306,16 @@ def main(argv=None) -> int:
             if model == "ocsvm":
                 row.append(f"{ours.get('auc', float('nan')):.4f} / {sk.get('auc', float('nan')):.4f}")
             table.append(row)
-        body += [f"### {titles[model]}", "", *bench_csmo.md_table(head, table), ""]
+        body += [f"## {titles[model]}", "", *_harness.md_table(head, table), ""]
     body += [f"Bar (fit time <= 0.5x the faster peer): met on {met} of {total}.", ""]
     if reference_rows:
-        body += [f"### Rows under {100 * AGREEMENT_BAR:g} % agreement: LIBSVM and ours at tol {TOL:g} and "
+        body += [f"## Rows under {100 * AGREEMENT_BAR:g} % agreement: LIBSVM and ours at tol {TOL:g} and "
                  f"{args.reference_tol:g}", "",
                  "Held-out predictions equal between each pair of fits (% of the test set).", ""]
         pairs = [f"{a} / {b}" for a, b, _ in reference_rows[0][3]["pairs"]]
-        body += bench_csmo.md_table(["model", "data", "nu", *pairs],
-                                    [[m, name, f"{nu:g}", *[f"{100 * v:.2f}" for _, _, v in r["pairs"]]]
-                                     for m, name, nu, r in reference_rows]) + [""]
+        body += _harness.md_table(["model", "data", "nu", *pairs],
+                                  [[m, name, f"{nu:g}", *[f"{100 * v:.2f}" for _, _, v in r["pairs"]]]
+                                   for m, name, nu, r in reference_rows]) + [""]
     intro = [f"{threads} core(s): the process pinned to CPUs {sorted(cores)}; sparsekernel with n_jobs={threads}, "
              "scikit-learn single-threaded (LIBSVM), scikit-learn-intelex with its default threads. Kernel rbf, "
              f"gamma = 'scale' computed once per set, tol {TOL}, cache {CACHE_SIZE} MB; seconds = median of "

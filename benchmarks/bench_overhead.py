@@ -19,13 +19,13 @@ the two processes so that both see the same machine load:
 ``--breakdown`` instead prints where a fit's microseconds go (inclusive time of the fit's stages,
 median per fit) for every configuration, of this revision (and of the baseline with --baseline).
 
-Writes benchmarks/results/overhead.md (and overhead.json); ``--no-write`` only prints.
+Writes benchmarks/results/overhead.{md,json} (``--breakdown``: overhead_breakdown.{md,json});
+``--no-write`` only prints, ``--render-only`` rewrites the markdown from the JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -33,6 +33,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import _harness  # noqa: E402  (the results store, tables, environment)
+from _harness import md_table  # noqa: E402
 from _worker import LineWorker  # noqa: E402
 
 SETS = ("iris", "wine", "breast_cancer", "diabetes")
@@ -180,11 +182,6 @@ def ratio(a, b) -> str:
     return "-" if a is None or b is None or b <= 0 else f"{a / b:.2f}"
 
 
-def md_table(headers, rows):
-    line = lambda cells: "| " + " | ".join(str(c) for c in cells) + " |"  # noqa: E731
-    return [line(headers), line(["---"] * len(headers)), *[line(r) for r in rows]]
-
-
 def measure(workers: dict, sets, rounds: int, per_round: int) -> dict:
     """Interleaved fits: for every round and configuration, each worker (revision) in turn runs
     ``per_round`` fits of each system, the systems' order rotating from fit to fit."""
@@ -241,7 +238,7 @@ def tables(result: dict, labels: list[str], sets) -> list[str]:
                      ms(get(main, c, "ours1", "wall")), ms(get(main, c, "sklearn", "wall")),
                      ms(get(main, c, "ours", "wall")), ms(get(main, c, "ours", "solve_wall")),
                      get(main, c, "ours1", "n_iter")])
-    lines += [f"### {main}: sparsekernel at n_jobs=1 (CPU ms = C++ solve + the rest) against scikit-learn", "",
+    lines += [f"## {main}: sparsekernel at n_jobs=1 (CPU ms = C++ solve + the rest) against scikit-learn", "",
               *md_table(["set", "X", "estimator", "ours CPU", "solve CPU", "rest CPU", "sklearn CPU",
                          "ours / sklearn", "ours wall", "sklearn wall", "ours n_jobs=None wall", "its solve wall",
                          "SMO steps"], rows), ""]
@@ -255,7 +252,7 @@ def tables(result: dict, labels: list[str], sets) -> list[str]:
             rows.append([*config_name(c), ms(b1), ms(n1), ms(get(base, c, "ours1", "rest_cpu")),
                          ms(get(main, c, "ours1", "rest_cpu")), ms(sk), ratio(b1, sk), ratio(n1, sk),
                          ms(get(base, c, "ours", "wall")), ms(get(main, c, "ours", "wall"))])
-        lines += [f"### Before ({base}) and after ({main})", "",
+        lines += [f"## Before ({base}) and after ({main})", "",
                   "CPU ms at n_jobs=1 (the fitting thread's CPU time: what a one-thread fit costs, however busy the "
                   "machine), scikit-learn's the median of its medians in the two processes; wall ms at "
                   "n_jobs=None (threads: waiting for them is part of the cost).", "",
@@ -265,19 +262,68 @@ def tables(result: dict, labels: list[str], sets) -> list[str]:
     return lines
 
 
-def breakdown(workers: dict, sets, n: int) -> list[str]:
+def breakdown(workers: dict, sets, n: int) -> dict:
+    """{(revision, configuration): the median seconds of each stage of a fit}."""
+    return {(label, c): w.ask(op="breakdown", set=c[0], scaled=c[1], est=c[2], n=n)
+            for label, w in workers.items() for c in configurations(sets)}
+
+
+def breakdown_tables(data: dict, labels: list[str], sets, n: int) -> list[str]:
     lines = []
-    for label, w in workers.items():
-        cols, data = [], {}
-        for c in configurations(sets):
-            name, scaled, est = c
-            cols.append(f"{name[:4]} {'sc' if scaled else 'raw'} {est.replace('KernelLogisticRegression', 'KLR')}")
-            data[cols[-1]] = w.ask(op="breakdown", set=name, scaled=scaled, est=est, n=n)
-        stages = ["fit"] + [s for s in dict.fromkeys(k for d in data.values() for k in d) if s != "fit"]
-        rows = [[s] + [f"{1e6 * data[c][s]:.0f}" if s in data[c] else "" for c in cols] for s in stages]
-        lines += [f"### Where a fit's microseconds go ({label}; n_jobs=1, median over {n} fits, inclusive)", "",
-                  *md_table(["stage (us)"] + cols, rows), ""]
+    for label in labels:
+        cols = {f"{name[:4]} {'sc' if scaled else 'raw'} {est.replace('KernelLogisticRegression', 'KLR')}":
+                data[label, (name, scaled, est)] for name, scaled, est in configurations(sets)}
+        stages = ["fit"] + [s for s in dict.fromkeys(k for d in cols.values() for k in d) if s != "fit"]
+        rows = [[s] + [f"{1e6 * d[s]:.0f}" if s in d else "" for d in cols.values()] for s in stages]
+        lines += [f"## Where a fit's microseconds go ({label}; n_jobs=1, median over {n} fits, inclusive)", "",
+                  *md_table(["stage (us)", *cols], rows), ""]
     return lines
+
+
+class Store(_harness.Store):
+    """``overhead.*`` (one entry per revision, configuration and system) and ``overhead_breakdown.*``
+    (one entry per revision and configuration); the summary holds the run's revisions and settings."""
+
+    prefix = "overhead"
+
+
+def entry_key(label: str, c) -> str:
+    name, scaled, est = c
+    return "|".join((label, name, "scaled" if scaled else "raw", est))
+
+
+def stored(store: Store) -> dict:
+    """The entries keyed as ``measure`` / ``breakdown`` return them."""
+    out = {}
+    for key, e in store.entries.items():
+        label, name, scaled, est, *system = key.split("|")
+        out[(label, (name, scaled == "scaled", est), *system)] = e["result"]
+    return out
+
+
+def report(summary: dict, data: dict) -> tuple[str, list[str]]:
+    """The title and body of overhead.md (overhead_breakdown.md with ``summary["breakdown"]``)."""
+    labels, sets, rounds, per_round = summary["labels"], summary["sets"], summary["rounds"], summary["per_round"]
+    brk = summary["breakdown"]
+    tables_ = breakdown_tables(data, labels, sets, summary["fits"]) if brk else tables(data, labels, sets)
+    body = [
+        "Defaults of every estimator (rbf, gamma='scale', C=1 / nu=0.5, tol=1e-3); sparsekernel at n_jobs=1 "
+        "unless the column says n_jobs=None (its default). Times in ms. CPU = the fitting thread's CPU time "
+        "(time.thread_time: the whole work of a one-thread fit, unaffected by other processes on a busy "
+        "machine); wall = perf_counter. 'solve' is the time inside the C++ `_core.solve`; 'rest' the fit's "
+        "time outside it (validation, storage, the engine seam, result packing), the median of the per-fit "
+        f"differences. Medians over {rounds} x {per_round} interleaved fits"
+        + ("" if brk else f" ({rounds * per_round} per cell)") + ". scikit-learn has no "
+        "kernel logistic regression ('-'). OneClassSVM is fitted without labels."
+        + ("" if brk else " Where 'ours n_jobs=None wall' is far above 'ours wall', see 'its solve wall': "
+           "the difference is the C++ solve run on all the process's threads (its thread team on a problem of a "
+           "few hundred rows), not the Python around it."), "",
+        *tables_]
+    return "Per-fit overhead at small N" + (": the stages of a fit" if brk else ""), body
+
+
+def render(store: Store) -> None:
+    store.write_md(*report(store.summary, stored(store)))
 
 
 def main(argv=None) -> int:
@@ -291,7 +337,12 @@ def main(argv=None) -> int:
     parser.add_argument("--breakdown", action="store_true", help="print the stages of a fit instead")
     parser.add_argument("--breakdown-fits", type=int, default=200)
     parser.add_argument("--no-write", action="store_true")
+    _harness.add_render_option(parser)
     args = parser.parse_args(argv)
+    part = "breakdown" if args.breakdown else None
+    if args.render_only:
+        render(Store(part, register_run=False))
+        return 0
     sets = [s for s in args.sets.split(",") if s]
     load_start = os.getloadavg()[0]
     workers = {}
@@ -301,43 +352,25 @@ def main(argv=None) -> int:
     for label, w in workers.items():
         print(f"{label}: {w.module}", flush=True)
     if args.breakdown:
-        lines = breakdown(workers, sets, args.breakdown_fits)
-        name = "overhead_breakdown.md"
+        data = breakdown(workers, sets, args.breakdown_fits)
     else:
-        result = measure(workers, sets, args.rounds, args.per_round)
-        lines = tables(result, list(workers), sets)
-        name = "overhead.md"
-        if not args.no_write:
-            (HERE / "results").mkdir(exist_ok=True)
-            (HERE / "results" / "overhead.json").write_text(json.dumps(
-                [{"revision": k[0], "set": k[1][0], "scaled": k[1][1], "estimator": k[1][2], "system": k[2], **v}
-                 for k, v in result.items()], indent=1))
+        data = measure(workers, sets, args.rounds, args.per_round)
     for w in workers.values():
         w.close()
-    import bench_svc  # noqa: E402  (the environment of the run)
-
-    env = bench_svc.environment()
-    env["load average (1 min) at start / end"] = f"{load_start:.2f} / {os.getloadavg()[0]:.2f}"
-    text = "\n".join([
-        "# Per-fit overhead at small N" + (": the stages of a fit" if args.breakdown else ""), "",
-        "Generated by `benchmarks/bench_overhead.py`.", "",
-        *[f"- {k}: `{v}`" if k == "command" else f"- {k}: {v}" for k, v in env.items()], "",
-        "Defaults of every estimator (rbf, gamma='scale', C=1 / nu=0.5, tol=1e-3); sparsekernel at n_jobs=1 "
-        "unless the column says n_jobs=None (its default). Times in ms. CPU = the fitting thread's CPU time "
-        "(time.thread_time: the whole work of a one-thread fit, unaffected by other processes on a busy "
-        "machine); wall = perf_counter. 'solve' is the time inside the C++ `_core.solve`; 'rest' the fit's "
-        "time outside it (validation, storage, the engine seam, result packing), the median of the per-fit "
-        f"differences. Medians over {args.rounds} x {args.per_round} interleaved fits"
-        + ("" if args.breakdown else f" ({args.rounds * args.per_round} per cell)") + ". scikit-learn has no "
-        "kernel logistic regression ('-'). OneClassSVM is fitted without labels."
-        + ("" if args.breakdown else " Where 'ours n_jobs=None wall' is far above 'ours wall', see 'its solve wall': "
-           "the difference is the C++ solve run on all the process's threads (its thread team on a problem of a "
-           "few hundred rows), not the Python around it."), "",
-        *lines])
-    print(text)
-    if not args.no_write:
-        (HERE / "results").mkdir(exist_ok=True)
-        (HERE / "results" / name).write_text(text + "\n")
+    summary = dict(labels=list(workers), sets=sets, rounds=args.rounds, per_round=args.per_round,
+                   breakdown=args.breakdown, fits=args.breakdown_fits)
+    if args.no_write:
+        title, body = report(summary, data)
+        print("\n".join([f"# {title}", "", *body]))
+        return 0
+    store = Store(part, force=True)
+    store.runs[store.run_index]["load average (1 min) at start / end"] = f"{load_start:.2f} / {os.getloadavg()[0]:.2f}"
+    store.summary = summary
+    config = {k: summary[k] for k in (("fits",) if args.breakdown else ("rounds", "per_round"))}
+    for (label, c, *system), value in data.items():
+        store.put("|".join([entry_key(label, c), *system]), config, value)
+    render(store)
+    print(store.md_path.read_text())
     return 0
 
 

@@ -33,9 +33,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402
+import _harness  # noqa: E402
 import bench_defaults  # noqa: E402
-from _args import csv_list  # noqa: E402
+from _harness import csv_list, fmt  # noqa: E402
 
 SMALL = list(bench_defaults.SETS)
 LARGE = ["classification20000", "a9a_large", "w8a_large", "magic_large", "skin_large"]
@@ -45,7 +45,7 @@ ROUTES = ("klr", "klr_smo", "klr_nystrom")  # KLR() at solver='auto' and its two
 MODELS = ["klr_cv", "sklr_cv", *ROUTES, *PEERS]
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "proba"
 
 
@@ -93,10 +93,6 @@ _defaults_model = bench_defaults.make_model
 
 def run_one(name, data, repeats):
     return bench_defaults.run_one(name, data, repeats, make=make_model)
-
-
-def fmt(v, spec=".3g"):
-    return "" if v is None else format(v, spec)
 
 
 def report(store, sets, complete, args, note=None):
@@ -161,7 +157,7 @@ def report(store, sets, complete, args, note=None):
             "the time bars: <= 1x the faster SVC(prob) and <= 3x Nys+LRCV on the sets of >= 1e4 rows "
             f"({', '.join(LARGE)}), <= 3x the faster SVC(prob) on the others; SKLR-CV kept = its model's "
             "expansion points / training points; KLR() auto = solver='auto' against the faster of its "
-            "two routes.", "", *bench_csmo.md_table(head, rows), "", "## Bars", "",
+            "two routes.", "", *_harness.md_table(head, rows), "", "## Bars", "",
             f"- KLR-CV's log-loss <= every peer's: {v['ll']} of {n} (bar: >= 75 %); not on: "
             f"{', '.join(fails['ll']) or '-'}",
             f"- KLR-CV's fit time within its bar: {v['time']} of {v['time_n']} (bar: all); not on: "
@@ -189,13 +185,13 @@ def main(argv=None):
     parser.add_argument("--max-large", type=int, default=15_000, help="training rows of the large sets")
     parser.add_argument("--quick", action="store_true", help="500 training rows: a smoke test")
     parser.add_argument("--force", action="store_true", help="re-run stored entries")
-    parser.add_argument("--report-only", action="store_true")
+    _harness.add_render_option(parser)
     parser.add_argument("--note", default=None, help="a remark on how the runs were made (in the report)")
     args = parser.parse_args(argv)
     if args.quick:
         args.max_train = args.max_large = 500
-    store = Store(None, args.quick, force=args.force, register_run=not args.report_only)
-    if not args.report_only:
+    store = Store(None, args.quick, force=args.force, register_run=not args.render_only)
+    if not args.render_only:
         for name in args.sets:
             data = load_set(name, args.max_train, args.max_large)
             if data is None:

@@ -5,7 +5,8 @@ skipped). Fits with and without the callback alternate; median of --repeats.
 
     python benchmarks/bench_progress.py [--repeats 5]
 
-Writes benchmarks/results/progress.md (and progress_fit.json).
+Writes benchmarks/results/progress.md and progress.json (``--render-only``: the markdown from the
+JSON, nothing run).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table)
+import _harness  # noqa: E402
 import bench_svc  # noqa: E402  (scale_gamma)
+from _harness import fmt, md_table  # noqa: E402
 
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
@@ -57,7 +59,7 @@ def progress_bar():
         return None
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "progress"
 
 
@@ -67,12 +69,42 @@ def timed_fit(model, X, y):
     return time.perf_counter() - t0
 
 
+def render(store: Store) -> None:
+    """progress.md from the stored entries."""
+    rows, limit_rows, repeats = [], [], None
+    for key, e in store.entries.items():
+        r, repeats = e["result"], e["config"]["repeats"]
+        if key.startswith("time_limit/"):
+            _, name, C = key.split("/")
+            limit_rows.append([f"{name}, C = {C[2:]}", f"{e['config']['limit']:g}", fmt(statistics.median(r["walls"])),
+                               fmt(max(r["walls"])), f"{statistics.median(r['iters'])} / {r['full_iter']}",
+                               f"{statistics.median(r['acc']):.2f} / {r['full_acc']:.2f}", fmt(r["full_s"])])
+            continue
+        med = r["median"]
+        bar = fmt(med["progressbar"] / med["none"], ".3f") if med["progressbar"] else "-"
+        rows.append([key, r["n"], fmt(med["none"]), fmt(med["counting"]), fmt(med["counting"] / med["none"], ".3f"),
+                     fmt(med["progressbar"]), bar, r["hook_calls"], f"{100 * r['noise']:.0f} %"])
+    body = [f"SVC (rbf, gamma = the value of 'scale', C = 1, tol 1e-3, all threads) with no callback, with a "
+            f"callback that counts its calls, and with scikit-learn's ProgressBar, fits interleaved, median of "
+            f"{repeats}. 'noise' is the spread (max / min - 1) of the plain fits.", "",
+            *md_table(["data", "n", "plain s", "counting s", "counting / plain", "ProgressBar s",
+                       "ProgressBar / plain", "hook calls", "noise"], rows), "",
+            "A fit given time_limit = 1 s on a9a (wall time of fit, the iterate's test accuracy against the "
+            "converged model's):", "",
+            *md_table(["data", "time_limit s", "wall s (median)", "wall s (max)", "iterations / converged fit",
+                       "test acc % / converged fit", "converged fit s"], limit_rows)]
+    store.write_md("Progress callbacks and time limits: what they cost", body)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    _harness.add_render_option(parser)
     args = parser.parse_args(argv)
-    store = Store("fit", quick=False, force=True)
-    rows = []
+    if args.render_only:
+        render(Store(register_run=False))
+        return 0
+    store = Store(force=True)
     for name in DATASETS:
         split = _datasets.load(name)
         if split is None:
@@ -92,14 +124,9 @@ def main(argv=None) -> int:
                 times["progressbar"].append(timed_fit(SVC(gamma=gamma).set_callbacks(bar), X, y))
         med = {k: statistics.median(v) if v else None for k, v in times.items()}
         spread = max(times["none"]) / min(times["none"]) - 1
-        result = {"times": times, "median": med, "hook_calls": calls, "noise": spread}
+        result = {"n": X.shape[0], "times": times, "median": med, "hook_calls": calls, "noise": spread}
         store.put(name, {"repeats": args.repeats}, result)
-        rows.append([name, X.shape[0], bench_csmo.fmt(med["none"]), bench_csmo.fmt(med["counting"]),
-                     bench_csmo.fmt(med["counting"] / med["none"], ".3f"), bench_csmo.fmt(med["progressbar"]),
-                     bench_csmo.fmt(med["progressbar"] / med["none"], ".3f") if med["progressbar"] else "-",
-                     calls, f"{100 * spread:.0f} %"])
-        print(rows[-1], flush=True)
-    limit_rows = []
+        print(name, {k: v for k, v in result.items() if k != "times"}, flush=True)
     split = _datasets.load("a9a")
     if split is not None:
         X, y, Xte, yte = split
@@ -115,28 +142,12 @@ def main(argv=None) -> int:
                 iters.append(int(model.n_iter_[0]))
             full = SVC(C=C, gamma=gamma)
             t_full = timed_fit(full, X, y)
-            acc_full = 100.0 * float((full.predict(Xte) == yte).mean())
-            r = {"walls": walls, "acc": accs, "iters": iters, "full_s": t_full, "full_acc": acc_full,
-                 "full_iter": int(full.n_iter_[0])}
+            r = {"walls": walls, "acc": accs, "iters": iters, "full_s": t_full,
+                 "full_acc": 100.0 * float((full.predict(Xte) == yte).mean()), "full_iter": int(full.n_iter_[0])}
             store.put(f"time_limit/a9a/C={C:g}", {"repeats": args.repeats, "limit": limit}, r)
-            limit_rows.append([f"a9a, C = {C:g}", f"{limit:g}", bench_csmo.fmt(statistics.median(walls)),
-                               bench_csmo.fmt(max(walls)), f"{statistics.median(iters)} / {r['full_iter']}",
-                               f"{statistics.median(accs):.2f} / {acc_full:.2f}", bench_csmo.fmt(t_full)])
-            print(limit_rows[-1], flush=True)
-    lines = ["# Progress callbacks and time limits: what they cost", "",
-             "Generated by `benchmarks/bench_progress.py`.", "", *store.header(), "",
-             f"SVC (rbf, gamma = the value of 'scale', C = 1, tol 1e-3, all threads) with no callback, with a "
-             f"callback that counts its calls, and with scikit-learn's ProgressBar, fits interleaved, median of "
-             f"{args.repeats}. 'noise' is the spread (max / min - 1) of the plain fits.", "",
-             *bench_csmo.md_table(["data", "n", "plain s", "counting s", "counting / plain", "ProgressBar s",
-                                   "ProgressBar / plain", "hook calls", "noise"], rows), "",
-             "A fit given time_limit = 1 s on a9a (wall time of fit, the iterate's test accuracy against the "
-             "converged model's):", "",
-             *bench_csmo.md_table(["data", "time_limit s", "wall s (median)", "wall s (max)",
-                                   "iterations / converged fit", "test acc % / converged fit", "converged fit s"],
-                                  limit_rows), ""]
-    (bench_csmo.RESULTS / "progress.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+            print(f"a9a C={C:g} time_limit={limit:g}: median wall {statistics.median(walls):.3f} s", flush=True)
+    render(store)
+    print(store.md_path.read_text())
     return 0
 
 

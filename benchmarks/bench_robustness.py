@@ -1,7 +1,8 @@
 """The robustness report (issue 22): fuzz cases per estimator, peak memory against the stated budget,
 Ctrl-C latency per solver, determinism; written to benchmarks/results/robustness.md.
 
-Parts (each stores its numbers in benchmarks/results/robustness.json, so they can run separately):
+Parts (each stores its numbers as an entry of benchmarks/results/robustness.json, so they can run
+separately):
 
 ``fuzz``     the hypothesis suite under the long profile (SK_FUZZ_PROFILE=long: 10,000 cases per
              test), in a subprocess; the cases tried and how they ended, per estimator.
@@ -9,7 +10,7 @@ Parts (each stores its numbers in benchmarks/results/robustness.json, so they ca
 ``sigint``   every solver interrupted by SIGINT a second into a long fit, in a fresh interpreter
              (tests/test_interrupt.py's machinery), ``--repeats`` times: the seconds from the signal
              to the fit raising KeyboardInterrupt (median and max).
-``report``   robustness.md from what the parts stored.
+``report``   robustness.md from what the parts stored (alone: nothing is run).
 
 Usage::
 
@@ -24,13 +25,16 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
-STORE = RESULTS / "robustness.json"
+sys.path.insert(0, str(HERE))
+import _harness  # noqa: E402  (the results store, tables)
+import bench_memory  # noqa: E402  (its store)
+from _harness import md_table  # noqa: E402
 
 # the solvers a SIGINT is measured on: (label, script name or SVC solver, classes, script)
 SIGINT_CASES = [
@@ -71,39 +75,40 @@ FINDINGS = [
 ]
 
 
-def _load():
-    return json.loads(STORE.read_text()) if STORE.exists() else {}
+class Store(_harness.Store):
+    """``robustness.json``: one entry per part (fuzz, sanitizers, sigint)."""
+
+    prefix = "robustness"
 
 
-def _save(key, value):
-    data = _load()
-    data[key] = value
-    RESULTS.mkdir(exist_ok=True)
-    STORE.write_text(json.dumps(data, indent=1, sort_keys=True))
+def stored(store: Store, part: str):
+    e = store.entries.get(part)
+    return None if e is None else e["result"]
 
 
-def part_fuzz():
-    out = RESULTS / "fuzz_long.json"
-    env = dict(os.environ, SK_FUZZ_PROFILE="long", SK_FUZZ_REPORT=str(out),
-               PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "fuzz")],
-                          env=env, cwd=ROOT, capture_output=True, text=True)
-    tally = json.loads(out.read_text())
+def part_fuzz(store: Store):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "fuzz_long.json"
+        env = dict(os.environ, SK_FUZZ_PROFILE="long", SK_FUZZ_REPORT=str(out),
+                   PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               str(ROOT / "tests" / "fuzz")], env=env, cwd=ROOT, capture_output=True, text=True)
+        tally = json.loads(out.read_text())
     tally["seconds"] = time.perf_counter() - t0
     tally["summary"] = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    _save("fuzz", tally)
+    store.put("fuzz", {"profile": "long"}, tally)
     print(tally["summary"])
 
 
-def merge_fuzz(paths, minutes, add=False, shards=False):
+def merge_fuzz(store: Store, paths, minutes, add=False, shards=False):
     """Store the tallies of fuzz runs made separately (SK_FUZZ_REPORT files, e.g. the targets split
     over two processes) as the fuzz part, or (``add``) add their targets to the stored part.
     ``shards``: the files are shards of the same targets (processes drawing their own random cases,
     SK_FUZZ_EXAMPLES each), whose counts add up; otherwise a target may come from one file only."""
-    stored = _load().get("fuzz") if add else None
-    cases = dict(stored["cases"]) if stored else {}
-    status = int(stored["exitstatus"]) if stored else 0
+    before = stored(store, "fuzz") if add else None
+    cases = dict(before["cases"]) if before else {}
+    status = int(before["exitstatus"]) if before else 0
     if len({Path(p).resolve() for p in paths}) < len(paths):
         raise ValueError("a file is given twice")
     merged = {}
@@ -120,13 +125,14 @@ def merge_fuzz(paths, minutes, add=False, shards=False):
                 total[outcome] = total.get(outcome, 0) + n
     cases.update(merged)
     summary = f"{len(paths)} run{'s' if len(paths) > 1 else ''}, exit status {status} (0: every test passed)"
-    if stored:
-        summary = f"{stored['summary']}; then {summary}: {', '.join(sorted(set(cases) - set(stored['cases'])))}"
-    _save("fuzz", {"profile": "long", "exitstatus": status, "cases": cases,
-                   "seconds": (stored["seconds"] if stored else 0.0) + 60.0 * minutes, "summary": summary})
+    if before:
+        summary = f"{before['summary']}; then {summary}: {', '.join(sorted(set(cases) - set(before['cases'])))}"
+    store.put("fuzz", {"profile": "long"}, {"profile": "long", "exitstatus": status, "cases": cases,
+                                            "seconds": (before["seconds"] if before else 0.0) + 60.0 * minutes,
+                                            "summary": summary})
 
 
-def part_sigint(repeats):
+def part_sigint(store: Store, repeats):
     sys.path.insert(0, str(ROOT / "tests"))
     import test_interrupt as ti
 
@@ -142,7 +148,7 @@ def part_sigint(repeats):
         if lat:
             rows[label] = {"median": statistics.median(lat), "max": max(lat), "runs": lat}
             print(f"{label:34s} median {rows[label]['median']:.3f} s, max {rows[label]['max']:.3f} s", flush=True)
-    _save("sigint", rows)
+    store.put("sigint", {"repeats": repeats}, rows)
 
 
 def part_memory():
@@ -150,57 +156,56 @@ def part_memory():
                    env=dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")))
 
 
-def report():
-    data = _load()
-    lines = ["# Robustness (issue 22)", "",
-             "Written by `python benchmarks/bench_robustness.py`; the parts are described in its docstring.", ""]
-    fuzz = data.get("fuzz")
+def report(store: Store) -> None:
+    lines = ["The parts are described in the docstring of `benchmarks/bench_robustness.py`.", ""]
+    fuzz = stored(store, "fuzz")
     lines += ["## Fuzzing (hypothesis, `SK_FUZZ_PROFILE=long`)", ""]
     if fuzz:
         lines += [f"pytest: {fuzz['summary']} ({fuzz['seconds'] / 60:.0f} min). A case ends in a fitted model whose "
                   "outputs passed every check (`fit`), or in a ValueError/TypeError with a message (`error`); the "
                   "command line cases end in exit status 0, 1 (an error, one line) or 2 (usage). Anything else — a "
-                  "crash, a hang past the fit time budget (1 s; 0.25 s in the long profile), another exception, a warning storm — fails the run.", "",
-                  "| target | cases | fitted / exit 0 | clear error / exit 1, 2 |", "|---|---|---|---|"]
+                  "crash, a hang past the fit time budget (1 s; 0.25 s in the long profile), another exception, a "
+                  "warning storm — fails the run.", ""]
+        rows = []
         for target, counts in sorted(fuzz["cases"].items()):
             total = sum(counts.values())
             ok = counts.get("fit", 0) + counts.get("exit 0", 0)
-            lines.append(f"| {target} | {total:,} | {ok:,} | {total - ok:,} |")
+            rows.append([target, f"{total:,}", f"{ok:,}", f"{total - ok:,}"])
+        lines += md_table(["target", "cases", "fitted / exit 0", "clear error / exit 1, 2"], rows)
     else:
         lines.append("(not run)")
     lines += ["", "## Found and fixed (each with a regression test)", ""] + [f"- {f}" for f in FINDINGS]
     lines += ["", "## Sanitizers and warnings", "",
               "`scripts/sanitize.sh` (ASan + UBSan, runtimes preloaded) and `cmake -DSK_WERROR=ON` "
-              "(-Wall -Wextra -Werror): " + data.get("sanitizers", "(not run)")]
+              "(-Wall -Wextra -Werror): " + (stored(store, "sanitizers") or "(not run)")]
     lines += ["", "## Threads and determinism", "",
               "tests/test_concurrency.py: every estimator (both KLR routes, multiclass cases) bit-identical across "
               "n_jobs = 1, 2, 3 and repeated runs; all of them fitted and predicting at once from four Python threads "
               "equal to one after another; a Python thread is never stopped for more than a fifth of a fit (the GIL "
               "is released; a GIL-holding C loop stops it for nearly all of it, which the test also checks); the "
               "process-wide BLAS/OpenMP settings are as before after concurrent fits."]
-    mem_path = RESULTS / "memory.json"
     lines += ["", "## Peak memory of a fit against the stated budget", "",
               "Each fit in a fresh interpreter: VmHWM after the fit minus VmRSS before it (the kernel's peak "
               "counter reset by /proc/self/clear_refs), in MB. Budget = the terms of `sparsekernel._memory.fit_budget` "
               "(README, 'Memory'); cache_size = 100 MB; fits stopped by a 30 s time limit have filled their caches "
-              "long before.", ""]
-    if mem_path.exists():
-        mem = json.loads(mem_path.read_text())
-        lines += ["| estimator | set | N | X (MB) | peak | budget | peak / budget |", "|---|---|---|---|---|---|---|"]
-        for key in sorted(mem, key=lambda k: (mem[k]["set"], k)):
-            r = mem[key]
-            lines.append(f"| {r['estimator']} | {r['set']} | {r['n']:,} | {r['x_mb']:.1f} | {r['peak_mb']:.0f} | "
-                         f"{r['budget_mb']:.0f} | {r['peak_mb'] / r['budget_mb']:.2f} |")
-    sig = data.get("sigint")
+              "long before (`benchmarks/bench_memory.py`, results/memory.json).", ""]
+    memory = bench_memory.Store.load()
+    if memory is not None:
+        mem = {k: e["result"] for k, e in memory.entries.items()}
+        lines += md_table(["estimator", "set", "N", "X (MB)", "peak", "budget", "peak / budget"],
+                          [[r["estimator"], r["set"], f"{r['n']:,}", f"{r['x_mb']:.1f}", f"{r['peak_mb']:.0f}",
+                            f"{r['budget_mb']:.0f}", f"{r['peak_mb'] / r['budget_mb']:.2f}"]
+                           for r in (mem[k] for k in sorted(mem, key=lambda k: (mem[k]["set"], k)))])
+    sig = stored(store, "sigint")
     lines += ["", "## Ctrl-C latency", "",
               "Seconds from SIGINT to KeyboardInterrupt raised out of the fit (the child prints "
               "`time.monotonic()` when it catches it), a second into a fit that would run for minutes.", ""]
     if sig:
-        lines += ["| solver | median (s) | max (s) |", "|---|---|---|"]
-        lines += [f"| {k} | {v['median']:.3f} | {v['max']:.3f} |" for k, v in sig.items()]
+        lines += md_table(["solver", "median (s)", "max (s)"],
+                          [[k, f"{v['median']:.3f}", f"{v['max']:.3f}"] for k, v in sig.items()])
     else:
         lines.append("(not run)")
-    (RESULTS / "robustness.md").write_text("\n".join(lines) + "\n")
+    store.write_md("Robustness (issue 22)", lines)
 
 
 def main():
@@ -215,18 +220,20 @@ def main():
     ap.add_argument("--sanitizers", help="store the outcome of the last scripts/sanitize.sh run (text)")
     args = ap.parse_args()
     parts = args.parts.split(",")
+    measures = args.merge_fuzz or args.sanitizers or {"fuzz", "sigint"} & set(parts)
+    store = Store(force=True, register_run=bool(measures))   # the report alone: the last run's record
     if args.merge_fuzz:
-        merge_fuzz(args.merge_fuzz, args.fuzz_minutes, add=args.add, shards=args.shards)
+        merge_fuzz(store, args.merge_fuzz, args.fuzz_minutes, add=args.add, shards=args.shards)
     if args.sanitizers:
-        _save("sanitizers", args.sanitizers)
+        store.put("sanitizers", {}, args.sanitizers)
     if "fuzz" in parts:
-        part_fuzz()
+        part_fuzz(store)
     if "memory" in parts:
         part_memory()
     if "sigint" in parts:
-        part_sigint(args.repeats)
+        part_sigint(store, args.repeats)
     if "report" in parts or parts:
-        report()
+        report(store)
 
 
 if __name__ == "__main__":

@@ -78,12 +78,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import _args  # noqa: E402  (standard library only)
+import _harness  # noqa: E402  (standard library only)
+from _harness import RESULTS, csv_list, parse_cores  # noqa: E402
 
 # set by _import_after_pinning()
 np = sp = _datasets = bench_csmo = bench_svc = None
-Store = None
-RESULTS = HERE / "results"
 
 TOL = 1e-3
 CACHE_SIZE = 200  # MB
@@ -130,56 +129,27 @@ DEFAULT_REPEATS = {"onecore": 1, "threads": 3, "search": 3}
 DUAL_BLOCK = 1024               # rows of K(SV, SV) per block when recomputing a peer's dual
 
 
-# ======================================================================================== pinning
-def pin(cores: set[int]) -> None:
-    """Set the CPU affinity of every thread of this process (at the start of main() that is the
-    main thread alone; threads started later inherit its affinity)."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cores)
-        except ProcessLookupError:   # a thread that ended meanwhile
-            pass
-    os.sched_setaffinity(0, cores)
+class Store(_harness.Store):
+    prefix = "scaling"
 
 
-def thread_cpus() -> dict[str, int]:
-    """This process's threads counted by their allowed CPUs (``Cpus_allowed_list``)."""
-    counts: dict[str, int] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("Cpus_allowed_list:"):
-                        cpus = line.split(":", 1)[1].strip()
-                        counts[cpus] = counts.get(cpus, 0) + 1
-        except OSError:
-            continue
-    return counts
-
-
+# ======================================================================================== imports
 def _import_after_pinning() -> None:
-    """The module's numeric imports and its results store (after pin())."""
-    global np, sp, _datasets, bench_csmo, bench_svc, Store, RESULTS
+    """The module's numeric imports (after pinning)."""
+    global np, sp, _datasets, bench_csmo, bench_svc
     import numpy
     import scipy.sparse
 
     import _datasets as datasets_module
-    import bench_csmo as csmo_module  # the JSON store, fmt, md_table
-    import bench_svc as svc_module    # environment(), scale_gamma, subsample_rows, sklearnex routes
+    import bench_csmo as csmo_module  # dual_objective_sklearn
+    import bench_svc as svc_module    # scale_gamma, subsample_rows, sklearnex routes
 
     np, sp, _datasets, bench_csmo, bench_svc = numpy, scipy.sparse, datasets_module, csmo_module, svc_module
-    RESULTS = bench_csmo.RESULTS
-
-    class ScalingStore(bench_csmo.Store):
-        prefix = "scaling"
-
-    ScalingStore.__name__ = ScalingStore.__qualname__ = "Store"
-    Store = ScalingStore
 
 
 def threading_note(store) -> list[str]:
     """Affinity and thread pools as the libraries see them (recorded in the store's summary)."""
-    info = dict(affinity=sorted(os.sched_getaffinity(0)), threads_by_cpus=thread_cpus())
+    info = dict(affinity=sorted(os.sched_getaffinity(0)), threads_by_cpus=_harness.thread_cpus())
     try:
         from sparsekernel._base import available_threads
         info["sparsekernel_default_threads"] = int(available_threads())
@@ -368,16 +338,6 @@ def describe_fit(system: str, model, data: Data, *, predictions: bool, dual: boo
     return out
 
 
-def parse_cores(text: str) -> set[int]:
-    try:
-        cores = {int(t) for t in text.split(",") if t.strip()}
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad --cores {text!r}: use CPU ids like 0 or 0,1") from None
-    if not cores:
-        raise argparse.ArgumentTypeError("--cores is empty")
-    return cores
-
-
 def key_of(name: str, C: float, system: str) -> str:
     return f"{name}|C={C:g}|{system}"
 
@@ -459,7 +419,7 @@ def cmd_onecore(args) -> int:
                 store.put(key_of(name, C, s), cfg, res)
             models.clear()
             row = onecore_row(store, name, C)
-            print(bench_csmo.md_table(ONECORE_HEADERS, [row])[-1], flush=True)
+            print(_harness.md_table(ONECORE_HEADERS, [row])[-1], flush=True)
             render_onecore(store, names, notes, complete=False)
         del data
         gc.collect()
@@ -485,7 +445,7 @@ def _entries(store, name: str, C: float, systems) -> dict[str, dict | None]:
 
 
 def onecore_row(store, name: str, C: float) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = _entries(store, name, C, SYSTEMS)
     t = {s: med(r[s]) for s in SYSTEMS}
     peers = [t[s] for s in ("intelex", "sklearn") if t[s] is not None]
@@ -512,7 +472,7 @@ def onecore_row(store, name: str, C: float) -> list[str]:
 
 
 def onecore_detail_row(store, name: str, C: float) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = _entries(store, name, C, SYSTEMS)
     o, ilx, skl = (r[s] or {} for s in SYSTEMS)
     kev = o.get("kernel_evals")
@@ -545,13 +505,13 @@ def render_onecore(store, names, notes, complete: bool) -> None:
         f"gets the CSR matrices as loaded, the peers int32-index copies.",
         "",
     ]
-    body += bench_csmo.md_table(ONECORE_HEADERS, [onecore_row(store, n, C) for n, C in pairs])
-    body += ["", "### Solver details", "",
+    body += _harness.md_table(ONECORE_HEADERS, [onecore_row(store, n, C) for n, C in pairs])
+    body += ["", "## Solver details", "",
              "sparsekernel: `solver_stats_[0]` (n_iter, n_outer_iter, kernel_evals, n_threads) and `solver_` "
              "('-' when the attribute does not exist); dual = 1/2 a'Qa - sum a (ours: `dual_objective_[0]`; "
              "the peers: recomputed from `dual_coef_` and the support vectors); sklearn n_iter = `n_iter_`; "
              "intelex route = whether sklearnex ran its oneDAL fit.", ""]
-    body += bench_csmo.md_table(ONECORE_DETAIL_HEADERS, [onecore_detail_row(store, n, C) for n, C in pairs])
+    body += _harness.md_table(ONECORE_DETAIL_HEADERS, [onecore_detail_row(store, n, C) for n, C in pairs])
     errors = [f"{e['result']['set']} C={e['result']['C']:g} {e['result']['system']}: {e['result']['error']}"
               for e in store.entries.values() if e["result"].get("error")]
     errors += [f"{e['result']['set']} C={e['result']['C']:g} {e['result']['system']}: dual not computed "
@@ -633,7 +593,7 @@ def cmd_threads(args) -> int:
                         res["error"] = f"evaluation failed: {exc!r}"
                 store.put(key_of(name, C, s), threads_config(args, data, C, s), res)
             models.clear()
-            print(bench_csmo.md_table(THREADS_HEADERS, [threads_row(store, name, C)])[-1], flush=True)
+            print(_harness.md_table(THREADS_HEADERS, [threads_row(store, name, C)])[-1], flush=True)
             render_threads(store, names, notes, complete=False)
         del data
         gc.collect()
@@ -649,7 +609,7 @@ THREAD_SYSTEMS = ("sparsekernel-1", "sparsekernel-2", "intelex", "sklearn")
 
 
 def threads_row(store, name: str, C: float) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = _entries(store, name, C, THREAD_SYSTEMS)
     t = {s: med(r[s]) for s in THREAD_SYSTEMS}
     libsvm_from_onecore = False
@@ -701,7 +661,7 @@ def render_threads(store, names, notes, complete: bool) -> None:
         f"'scale', tol = {TOL:g}, cache_size = {CACHE_SIZE} MB.",
         "",
     ]
-    body += bench_csmo.md_table(THREADS_HEADERS, [threads_row(store, n, C) for n, C in pairs])
+    body += _harness.md_table(THREADS_HEADERS, [threads_row(store, n, C) for n, C in pairs])
     errors = [f"{e['result']['set']} C={e['result']['C']:g} {e['result']['system']}: {e['result']['error']}"
               for e in store.entries.values() if e["result"].get("error")]
     errors += [f"{e['result']['set']} C={e['result']['C']:g} intelex did not run on oneDAL: {e['result']['route']}"
@@ -813,7 +773,7 @@ def cmd_search(args) -> int:
 
 
 def render_search(store, notes, complete: bool) -> None:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     info = store.summary.get("search", {})
     by = {}
     for e in store.entries.values():
@@ -853,8 +813,8 @@ def render_search(store, notes, complete: bool) -> None:
         "`best_score_` of the last run; / SVC(n_jobs=1) = median wall / sparsekernel SVC(n_jobs=1)'s.",
         "",
     ]
-    body += bench_csmo.md_table(["method", "wall s (median)", "wall s (runs)", "fits", "fit s (sum)", "refit s",
-                                 "best", "best CV acc %", "/ SVC(n_jobs=1)"], rows)
+    body += _harness.md_table(["method", "wall s (median)", "wall s (runs)", "fits", "fit s (sum)", "refit s",
+                               "best", "best CV acc %", "/ SVC(n_jobs=1)"], rows)
     r = ratio(med_s.get("sk-default"), med_s.get("sk-n_jobs1"))
     verdict = "-" if r is None else ("PASS" if r <= SEARCH_BAR else "FAIL")
     store.summary["ratio_default_over_n_jobs1"] = r
@@ -877,7 +837,7 @@ def region_work_section(args) -> list[str]:
     store = Store.load("onecore", args.quick)
     if store is None:
         return []
-    fmt, md_table = bench_csmo.fmt, bench_csmo.md_table
+    fmt, md_table = _harness.fmt, _harness.md_table
     rows = []
     for key in sorted(store.entries):
         r = store.entries[key]["result"]
@@ -920,10 +880,8 @@ def region_work_section(args) -> list[str]:
 
 
 def cmd_assemble(args) -> int:
-    cpu = bench_svc._cpu_model()          # 'model name' of /proc/cpuinfo
+    cpu = _harness.cpu_model()
     lines = [
-        "# Scaling: one core, two threads, grid searches",
-        "",
         f"Produced by `benchmarks/bench_scaling.py` (`--part onecore`, `--part threads`, `--part search`, "
         f"`--part assemble`) on {cpu} ({os.cpu_count()} CPUs); each section lists its own date, command, "
         f"versions and repository revision.",
@@ -945,28 +903,22 @@ def cmd_assemble(args) -> int:
         "with sparsekernel's SVC, and the same search with sklearn's and sklearnex's SVC, on two cores.",
         "",
     ]
-    if args.quick:
-        lines += ["**Assembled from QUICK smoke-test sections (tiny subsamples): the numbers are not meaningful.**",
-                  ""]
     sections, missing = [], []
     for part in ("onecore", "threads", "search"):
-        md = RESULTS / (f"scaling_{part}" + ("_quick" if args.quick else "") + ".md")
+        md = RESULTS / f"{Store.stem(part, args.quick)}.md"
         if md.exists():
-            sections.append(md.read_text().rstrip() + "\n")
+            sections.append(md.read_text())
         else:
             missing.append(part)
     if missing:
         lines += [f"Parts not run yet (no results file): {', '.join(missing)}.", ""]
     lines += region_work_section(args)
-    out = RESULTS / ("scaling_quick.md" if args.quick else "scaling.md")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n" + "\n".join(sections))
-    print(f"wrote {out}", flush=True)
+    _harness.write_assembled(RESULTS / ("scaling_quick.md" if args.quick else "scaling.md"),
+                             "Scaling: one core, two threads, grid searches", lines, sections, args.quick)
     return 0
 
 
 # ======================================================================================== command line
-csv_list = _args.csv_list  # one definition: benchmarks/_args.py
 
 
 def parse_args(argv=None):
@@ -1010,12 +962,11 @@ COMMANDS = {"onecore": cmd_onecore, "threads": cmd_threads, "search": cmd_search
 def main(argv=None) -> int:
     args = parse_args(argv)          # the standard library only
     if args.cores is not None:       # first of all: before numpy and the SVC libraries are imported
-        allowed = os.sched_getaffinity(0)
-        if not args.cores <= allowed:
-            print(f"error: --cores {sorted(args.cores)} not within the CPUs this process may use "
-                  f"{sorted(allowed)}", file=sys.stderr)
+        try:
+            _harness.pin(args.cores)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        pin(args.cores)
     _import_after_pinning()
     if args.data_dir is not None:
         _datasets.set_data_dir(args.data_dir)

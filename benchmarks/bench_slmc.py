@@ -35,18 +35,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
+import _harness  # noqa: E402  (the results store, tables)
 import _klr_data  # noqa: E402  (raetsch_split: the one loader of the Rätsch sets)
 import _slmc_paper_numbers as pn  # noqa: E402
-import bench_csmo  # noqa: E402  (the JSON store, fmt, md_table)
+from _harness import RESULTS, fmt, md_table  # noqa: E402
 
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import GridSearchCV, StratifiedKFold  # noqa: E402
 
 from sparsekernel import SLMC, SVC, PathSearchCV, SparseKFD  # noqa: E402
 from sparsekernel.slmc import ReducedSetClassifier, ReducedSVM  # noqa: E402
-
-RESULTS = bench_csmo.RESULTS
-fmt, md_table = bench_csmo.fmt, bench_csmo.md_table
 
 # the paper's sizes; realisation 1 exists in ../shared/data for banana, german and titanic only
 SETS = {"banana": (400, 4900), "breast_cancer": (200, 77), "titanic": (150, 2051), "waveform": (400, 4600),
@@ -61,7 +59,7 @@ BATCH = 20000
 BAR_USPS_POINTS, BAR_EX2_ERROR, BAR_USPS_SECONDS, BAR_SPEEDUP, BAR_RSVM_SETS = 0.5, 2.3, 600.0, 5.0, 5
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "slmc"
 
 
@@ -201,8 +199,7 @@ def table1_means(store):
 def render_table1(store):
     means, how = table1_means(store)
     names = [n for n in SETS if n in means]
-    lines = ["## Tables 1-3: test error (%) on the Rätsch sets, ours / paper", "",
-             "Splits: " + "; ".join(f"{n}: {how[n]} ({means[n]['_n']} split(s))" for n in names) + ".",
+    lines = ["Splits: " + "; ".join(f"{n}: {how[n]} ({means[n]['_n']} split(s))" for n in names) + ".",
              "C and gamma of the SVM by 5-fold CV on the training part (PathSearchCV over C in "
              f"{list(CV_CS)} x gamma in {list(CV_GAMMA_FACTORS)} / (d var X)); every sparse method uses them "
              "(RSVM selects its own C by 5-fold CV). N_z = round(ratio x N_SV) of our SVM.", ""]
@@ -254,8 +251,7 @@ def render_table1(store):
     wins = [n for n in names if means[n]["slmc@0.1"]["error"] <= means[n]["rsvm@0.1"]["error"]]
     store.summary = {"slmc_beats_rsvm": wins, "names": names, "converged": converged}
     lines += ["", f"SLMC at 10 % at least as good as RSVM on {len(wins)} of {len(names)} Rätsch sets ({', '.join(wins)})."]
-    store.md_path.write_text("\n".join(lines) + "\n")
-    store.save()
+    store.write_md("Tables 1-3: test error (%) on the Rätsch sets, ours / paper", lines)
     print("\n".join(lines))
 
 
@@ -342,8 +338,7 @@ def cmd_usps(args):
 def render_usps(store):
     r = store.entries["usps"]["result"]
     full_labels = [k for k in ("sparsekernel SVC", "sklearn SVC", "sklearnex SVC") if k in r]
-    lines = ["## USPS (7291 / 2007, ten digits, C = 10, gamma = 1/128)", "",
-             "Paper: SVM (ten one-vs-rest) N_SV 2683, 4.3 %; SLMC 5 % 4.9 %, 10 % 4.7 % (k-means 4.6 %); "
+    lines = ["Paper: SVM (ten one-vs-rest) N_SV 2683, 4.3 %; SLMC 5 % 4.9 %, 10 % 4.7 % (k-means 4.6 %); "
              "RS 4.7, MRS 4.8, RSVM 8.2, MRSVM 8.0 % at 10 %; SLMC trained in 6.9 h (C++, Pentium 4).", "",
              "The paper's N_SV = 2683 matches the *distinct* support vectors of the ten one-vs-rest SVMs "
              f"(ours: {r['ovr_svm']['n_sv_distinct']}; summed over the ten: {r['ovr_svm']['n_sv_sum']}), so its "
@@ -382,8 +377,7 @@ def render_usps(store):
                  f"{r['slmc@0.1']['fit_s']:.1f} s", r["slmc@0.1"]["fit_s"] < BAR_USPS_SECONDS))
     slmc_keys = [k for k in r if k.startswith("slmc") and "converged" in r[k]]
     store.summary = {"bars": bars, "converged": [sum(r[k]["converged"] for k in slmc_keys), len(slmc_keys)]}
-    store.md_path.write_text("\n".join(lines) + "\n")
-    store.save()
+    store.write_md("USPS (7291 / 2007, ten digits, C = 10, gamma = 1/128)", lines)
     print("\n".join(lines))
 
 
@@ -450,8 +444,7 @@ def plot_xvs(model, Xtr, ytr, path):
 
 def render_example2(store):
     r = store.entries["example2"]["result"]
-    lines = ["## Example 2: USPS 3 vs 8 (C = 10, gamma = 1/128)", "",
-             f"Paper: SVM {pn.EXAMPLE2['svm_nsv']} SVs, {pn.EXAMPLE2['svm_error']} %; SLMC N_z = 12, "
+    lines = [f"Paper: SVM {pn.EXAMPLE2['svm_nsv']} SVs, {pn.EXAMPLE2['svm_error']} %; SLMC N_z = 12, "
              f"{pn.EXAMPLE2['slmc_error']} %. Ours: SVM {r['svm']['n_sv']} SVs, {r['svm']['error']:.2f} % "
              f"({len(r['slmc12']) and round(r['slmc12'][0]['n_z'])} XVs below).", ""]
     rows = [[f"SLMC N_z={e['n_z']}", e["seed"], fmt(e["error"], ".2f"), iterations(e), fmt(e["fit_s"], ".2f")]
@@ -471,21 +464,15 @@ def render_example2(store):
         ("Example 2 at most 2.3 % error (median over seeds, N_z = 12)", f"{med12:.2f} %", med12 <= BAR_EX2_ERROR),
         ("binary prediction at 10 % at least 5x faster than the fastest full SVC", f"{fastest_full / s10:.1f}x",
          fastest_full / s10 >= BAR_SPEEDUP)], "converged": [sum(e["converged"] for e in runs), len(runs)]}
-    store.md_path.write_text("\n".join(lines) + "\n")
-    store.save()
+    store.write_md("Example 2: USPS 3 vs 8 (C = 10, gamma = 1/128)", lines)
     print("\n".join(lines))
 
 
 # ============================================================================ assemble
 def cmd_assemble(args):
     parts = [Store.load(p, args.quick) for p in ("table1", "usps", "example2")]
-    lines = ["# SLMC, sparse KFD and the reduced-set baselines (Wu, Schölkopf & Bakır 2006)", "",
-             "Generated by `benchmarks/bench_slmc.py`; environment of the runs:", ""]
-    for store in parts:
-        if store is not None and store.runs:
-            env = store.runs[-1]
-            lines.append(f"- {store.part}: {env.get('date')}, {env.get('cpu')}, nproc {env.get('nproc')}, "
-                         f"{env.get('versions')}; `{env.get('command')}`")
+    lines = ["The parts of `benchmarks/bench_slmc.py` (`table1`, `usps`, `example2`), each with its own run "
+             "record, after the bars.", ""]
     bars = []
     table1 = parts[0]
     if table1 is not None and table1.summary:
@@ -504,14 +491,13 @@ def cmd_assemble(args):
         done, total = (sum(c[i] for c in counts) for i in (0, 1))
         bars.append(("every SLMC and SparseKFD fit at its defaults stops by its rule, not at max_iter (Tables 1-3, "
                      "USPS, Example 2)", f"{done} of {total}", done == total))
-    lines += ["", "## Bars", ""]
+    lines += ["## Bars", ""]
     lines += md_table(["bar", "measured", "verdict"], [[b, m, "pass" if ok else "FAIL"] for b, m, ok in bars])
-    for store in parts:
-        if store is not None and store.md_path.exists():
-            lines += ["", store.md_path.read_text()]
-    path = RESULTS / ("slmc_quick.md" if args.quick else "slmc.md")
-    path.write_text("\n".join(lines) + "\n")
-    print(path.read_text())
+    lines.append("")
+    sections = [store.md_path.read_text() for store in parts if store is not None and store.md_path.exists()]
+    _harness.write_assembled(RESULTS / ("slmc_quick.md" if args.quick else "slmc.md"),
+                             "SLMC, sparse KFD and the reduced-set baselines (Wu, Schölkopf & Bakır 2006)", lines,
+                             sections, args.quick)
     return 0
 
 
@@ -521,7 +507,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--force", action="store_true", help="recompute entries already stored")
     parser.add_argument("--sets", default="", help="table1: comma-separated subset of the Rätsch sets")
+    _harness.add_render_option(parser)
     args = parser.parse_args(argv)
+    if args.render_only and args.part != "assemble":
+        store = Store.load(args.part, args.quick)
+        if store is None:
+            parser.error(f"no stored {args.part} results")
+        {"table1": render_table1, "usps": render_usps, "example2": render_example2}[args.part](store)
+        return 0
     return {"table1": cmd_table1, "usps": cmd_usps, "example2": cmd_example2, "assemble": cmd_assemble}[args.part](args)
 
 

@@ -67,7 +67,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-import _args  # noqa: E402  (standard library only)
+import _harness  # noqa: E402  (standard library only)
 from bench_large_c import barred, tally  # noqa: E402  (standard library only)
 
 #: name -> (task, rows); rows for the table's order (the loaders give the real count)
@@ -102,7 +102,11 @@ WARMUP_MAX_ROWS = 5000
 QUICK = dict(sets=["iris", "diabetes", "digits"], max_seconds=1.0, min_repeats=2, max_repeats=7)
 
 # set after pinning
-np = bench_csmo = None
+np = None
+
+
+class Store(_harness.Store):
+    prefix = "small"
 
 
 # ======================================================================================== data
@@ -262,29 +266,21 @@ def key_of(mode: str, name: str, estimator: str) -> str:
 
 
 def main(argv=None) -> int:
-    global np, bench_csmo
+    global np
     args = parse_args(argv)
-    allowed = os.sched_getaffinity(0)
-    if not args.cores <= allowed:
-        print(f"error: --cores {sorted(args.cores)} not within the CPUs this process may use {sorted(allowed)}",
-              file=sys.stderr)
+    try:
+        _harness.pin(args.cores)    # before numpy and the libraries start their thread pools
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    from bench_scaling import pin  # standard library only at its module level
-
-    pin(args.cores)                 # before numpy and the libraries start their thread pools
     import numpy
 
-    import bench_csmo as csmo_module  # Store, fmt, md_table
-
-    np, bench_csmo = numpy, csmo_module
+    np = numpy
     if args.data_dir is not None:
         import _datasets
 
         _datasets.set_data_dir(args.data_dir)
         os.environ["SPARSEKERNEL_DATA"] = str(args.data_dir)
-
-    class Store(bench_csmo.Store):
-        prefix = "small"
 
     store = Store(None, args.quick, args.force)
     from sparsekernel._base import available_threads
@@ -318,7 +314,7 @@ def main(argv=None) -> int:
                     res = run_cell(est, X, y, args)
                     store.put(key, cfg, dict(mode=mode, set=name, estimator=est, **res))
                     print(f"[{time.perf_counter() - t_start:7.1f} s] {mode} "
-                          + bench_csmo.md_table(HEADERS, [row(store, mode, name, est)])[-1], flush=True)
+                          + _harness.md_table(HEADERS, [row(store, mode, name, est)])[-1], flush=True)
                     render(store, args, notes, complete=False)
     render(store, args, notes, complete=True)
     print("\n".join(SUMMARY_LINES), flush=True)
@@ -351,7 +347,7 @@ def ratios(r: dict) -> tuple[float | None, float | None]:
 
 
 def row(store, mode: str, name: str, est: str) -> list[str]:
-    fmt = bench_csmo.fmt
+    fmt = _harness.fmt
     r = (store.entries.get(key_of(mode, name, est)) or {}).get("result") or {}
     info = store.summary.get("sets", {}).get(name, {})
     m = medians(r)
@@ -391,15 +387,15 @@ def render(store, args, notes, complete: bool) -> None:
         "OneClassSVM; KernelLogisticRegression has no scikit-learn counterpart).",
         "- OneClassSVM is fitted on X alone; NuSVC, SVR, OneClassSVM at their default nu / epsilon.",
         "",
-        "### Sets", "",
-        *bench_csmo.md_table(["set", "task", "n", "d", "classes", "source"],
-                             [[n, i.get("task"), bench_csmo.fmt(i.get("n"), ",d"), i.get("d"),
-                               i.get("classes") or "-", i.get("note")]
-                              for n, i in sorted(store.summary.get("sets", {}).items(),
-                                                 key=lambda item: list(SETS).index(item[0]))]),
+        "## Sets", "",
+        *_harness.md_table(["set", "task", "n", "d", "classes", "source"],
+                           [[n, i.get("task"), _harness.fmt(i.get("n"), ",d"), i.get("d"),
+                             i.get("classes") or "-", i.get("note")]
+                            for n, i in sorted(store.summary.get("sets", {}).items(),
+                                               key=lambda item: list(SETS).index(item[0]))]),
     ]
     SUMMARY_LINES.clear()
-    SUMMARY_LINES.extend(["### Summary", ""])
+    SUMMARY_LINES.extend(["## Summary", ""])
     for mode in MODES["both"]:              # every stored cell (an earlier run may have measured the other mode)
         cells = [(n, e) for n in SETS for e in ESTIMATORS if key_of(mode, n, e) in store.entries]
         if not cells:
@@ -408,7 +404,7 @@ def render(store, args, notes, complete: bool) -> None:
         title = ("Idle machine" if mode == "idle" else
                  f"Busy machine: a child `python -c \"while True: pass\"` pinned to CPU "
                  f"{', '.join(map(str, busy_cores))} (one of the cores in use) spun for the whole pass")
-        body += ["", f"### {title}", "", *bench_csmo.md_table(HEADERS, [row(store, mode, n, e) for n, e in cells])]
+        body += ["", f"## {title}", "", *_harness.md_table(HEADERS, [row(store, mode, n, e) for n, e in cells])]
         th_ok, sk_ok, th_fail, sk_fail = [], [], [], []
         for n, e in cells:
             th, sk = ratios(store.entries[key_of(mode, n, e)]["result"])
@@ -434,10 +430,11 @@ def render(store, args, notes, complete: bool) -> None:
 
 # ======================================================================================== arguments
 def parse_args(argv=None):
-    csv_list = _args.csv_list
+    csv_list = _harness.csv_list
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cores", default="0,1", help="CPU ids the process is pinned to (default 0,1)")
+    p.add_argument("--cores", type=_harness.parse_cores, default="0,1",
+                   help="CPU ids the process is pinned to (default 0,1)")
     p.add_argument("--sets", type=csv_list(str, SETS), default=None, help=f"default: {','.join(DEFAULT_SETS)}")
     p.add_argument("--estimators", type=csv_list(str, ESTIMATORS), default=list(ESTIMATORS),
                    help=f"default: {','.join(ESTIMATORS)}")
@@ -454,11 +451,8 @@ def parse_args(argv=None):
     p.add_argument("--max-repeats", type=int, default=None, help=f"fits per variant and cell at most (default "
                                                                    f"{DEFAULT_MAX_REPEATS})")
     p.add_argument("--skip", type=csv_list(str, ("sklearn",)), default=[], help="sklearn: no scikit-learn fits")
-    _args.add_store_options(p, "smoke test (small_quick.*): iris, diabetes, digits; 1 s per variant and cell")
+    _harness.add_store_options(p, "smoke test (small_quick.*): iris, diabetes, digits; 1 s per variant and cell")
     args = p.parse_args(argv)
-    args.cores = _args.parse_cores(p, args.cores)
-    if not args.cores:
-        p.error("--cores is empty")
     if args.busy_core is None:
         args.busy_core = max(args.cores)
     elif args.busy_core not in args.cores:

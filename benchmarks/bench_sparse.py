@@ -40,10 +40,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402
-import bench_csmo  # noqa: E402
+import _harness  # noqa: E402
 import bench_defaults  # noqa: E402
 import bench_proba  # noqa: E402
-from _args import csv_list  # noqa: E402
+from _harness import csv_list, fmt  # noqa: E402
 
 SETS = ["classification20000", "a9a_large", "w8a_large", "magic_large", "skin_large", "usps", "nonlinear"]
 LARGE = [s for s in SETS if s != "usps"]  # >= 1e4 training rows
@@ -54,7 +54,7 @@ LATENCY_BUDGET_US = 2.0  # slmc_us's and nssvc_rbf_us's budget
 MAX_TEST = 20_000
 
 
-class Store(bench_csmo.Store):
+class Store(_harness.Store):
     prefix = "sparse"
 
 
@@ -136,10 +136,6 @@ def run_one(name, data, repeats):
     return out
 
 
-def fmt(v, spec=".3g"):
-    return "" if v is None else format(v, spec)
-
-
 def report(store, sets, complete, args, note=None):
     head = ["data", "n_train", "d", "SVC acc", "SVC SVs", "SVC t (s)", "ilx SVC t", "LinearSVC acc",
             "SLMC acc", "SLMC XVs", "SLMC t / SVC", "SLMC predict speed-up", "SKFD acc", "SKFD XVs",
@@ -211,7 +207,7 @@ def report(store, sets, complete, args, note=None):
                       f"{e['nssvc_rbf_us']['size']} / {e['nssvc_rbf_us']['acc']:.4f}") if e["nssvc_rbf_us"] else ""])
     body = [__doc__.split("\n\n")[1].replace("\n", " "), "", __doc__.split("\n\n")[2].replace("\n", " "), "",
             __doc__.split("\n\n")[3].replace("\n", " "), "", *([f"Note: {note}", ""] if note else []),
-            *bench_csmo.md_table(head, rows), "", "## Bars", "",
+            *_harness.md_table(head, rows), "", "## Bars", "",
             f"- SLMC and SparseKFD fit <= 10x our SVC on the sets of >= 1e4 rows (SLMC < 5 min on nonlinear): "
             f"{v['fit']} of {v['fit_n']}; not on: {', '.join(fails['fit']) or '-'}",
             f"- SLMC and SparseKFD within 0.5 point of SVC at <= 10 % of its SVs, predicting >= 5x faster: "
@@ -236,13 +232,13 @@ def main(argv=None):
     parser.add_argument("--max-large", type=int, default=15_000, help="training rows of the subsampled sets")
     parser.add_argument("--quick", action="store_true", help="1,000 training rows: a smoke test")
     parser.add_argument("--force", action="store_true", help="re-run stored entries")
-    parser.add_argument("--report-only", action="store_true")
+    _harness.add_render_option(parser)
     parser.add_argument("--note", default=None, help="a remark on how the runs were made (in the report)")
     args = parser.parse_args(argv)
     if args.quick:
         args.max_large = 1000
-    store = Store(None, args.quick, force=args.force, register_run=not args.report_only)
-    if not args.report_only:
+    store = Store(None, args.quick, force=args.force, register_run=not args.render_only)
+    if not args.render_only:
         for name in args.sets:
             data = load_set(name, args.max_large)
             if data is None:

@@ -23,9 +23,9 @@ training rows, sparsekernel's median fit time is at most 0.8x the faster
 peer's, its test accuracy is within 0.1 percentage points of scikit-learn's
 and its number of support vectors is within 2% of scikit-learn's.
 
-Results are printed row by row and written as markdown to ``--out`` (rewritten
-after every data set, so a crash keeps what was done) with the raw timings
-next to it as JSON.
+Results are printed row by row and written to ``benchmarks/results/svc.{md,json}``
+(``svc_quick.*`` with ``--quick``; rewritten after every data set, so a crash keeps
+what was done; ``--render-only`` rewrites the markdown from the JSON).
 
 Example (smoke test, under a minute)::
 
@@ -35,19 +35,10 @@ Example (smoke test, under a minute)::
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import importlib
-import importlib.metadata
-import json
 import logging
-import os
-import platform
-import shlex
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -60,8 +51,9 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _datasets  # noqa: E402  (sibling module, importable once the path is set)
+import _harness  # noqa: E402  (the results store, tables, environment, PeakRSS)
+from _harness import csv_list, fmt, md_table  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 TOL = 1e-3
 CACHE_SIZE = 200  # MB
 QUICK_N_TRAIN = 3000
@@ -69,7 +61,6 @@ BAR_MIN_N_TRAIN = 10_000
 BAR_SPEEDUP = 0.8  # sparsekernel time <= BAR_SPEEDUP x faster peer's time
 BAR_ACC_POINTS = 0.1  # |accuracy difference| in percentage points
 BAR_NSV_FRACTION = 0.02  # |nSV difference| relative to scikit-learn's nSV
-RSS_SAMPLE_SECONDS = 0.005
 
 
 # --------------------------------------------------------------------------
@@ -96,52 +87,54 @@ def _common_params(C: float, gamma: float) -> dict:
     return dict(C=C, kernel="rbf", gamma=gamma, tol=TOL, cache_size=CACHE_SIZE)
 
 
-def discover_libraries() -> tuple[list[Library], list[str]]:
-    """Import the three SVC implementations; missing ones are skipped with a note."""
+def _make_sparsekernel(C: float, gamma: float, threads: str):
+    from sparsekernel import SVC as SparseKernelSVC
+
+    return SparseKernelSVC(**_common_params(C, gamma), n_jobs=-1 if threads == "all" else 1)
+
+
+def _make_sklearn(C: float, gamma: float, threads: str):
     from sklearn.svm import SVC as SklearnSVC
 
+    return SklearnSVC(**_common_params(C, gamma))
+
+
+def _make_intelex(C: float, gamma: float, threads: str):
+    from sklearnex.svm import SVC as IntelexSVC
+
+    return IntelexSVC(**_common_params(C, gamma))
+
+
+LIBRARIES = [
+    Library("sparsekernel", "sk", _make_sparsekernel, peer=False),
+    # LIBSVM runs on one thread whatever the setting
+    Library("scikit-learn", "skl", _make_sklearn, peer=True, single_threaded=True),
+    # oneDAL's n_iter_ counts a few outer iterations
+    Library("scikit-learn-intelex", "ilx", _make_intelex, peer=True, check_route=True, show_iterations=False),
+]
+_MODULES = {"sparsekernel": "sparsekernel", "scikit-learn": "sklearn.svm", "scikit-learn-intelex": "sklearnex.svm"}
+
+
+def discover_libraries() -> tuple[list[Library], list[str]]:
+    """The SVC implementations that import; missing ones are skipped with a note."""
+    import importlib
+
     libraries, notes = [], []
-    try:
-        from sparsekernel import SVC as SparseKernelSVC
-    except Exception as exc:  # the package is being written: tolerate its absence
-        notes.append(f"sparsekernel could not be imported ({exc!r}); its columns are skipped.")
-    else:
-        libraries.append(Library(
-            "sparsekernel", "sk",
-            lambda C, gamma, threads: SparseKernelSVC(
-                **_common_params(C, gamma), n_jobs=-1 if threads == "all" else 1),
-            peer=False))
-
-    libraries.append(Library(
-        "scikit-learn", "skl",
-        lambda C, gamma, threads: SklearnSVC(**_common_params(C, gamma)), peer=True,
-        single_threaded=True))  # LIBSVM runs on one thread whatever the setting
-
-    try:
-        from sklearnex.svm import SVC as IntelexSVC
-    except Exception as exc:
-        notes.append(f"scikit-learn-intelex could not be imported ({exc!r}); "
-                     "its columns are skipped.")
-    else:
-        libraries.append(Library(
-            "scikit-learn-intelex", "ilx",
-            lambda C, gamma, threads: IntelexSVC(**_common_params(C, gamma)),
-            peer=True, check_route=True,
-            show_iterations=False))  # oneDAL's n_iter_ counts a few outer iterations
+    for lib in LIBRARIES:
+        try:
+            importlib.import_module(_MODULES[lib.name])
+        except Exception as exc:  # the package is being written: tolerate its absence
+            if lib.name == "scikit-learn":
+                raise
+            notes.append(f"{lib.name} could not be imported ({exc!r}); its columns are skipped.")
+        else:
+            libraries.append(lib)
     return libraries, notes
 
 
 # --------------------------------------------------------------------------
 # Thread control
 # --------------------------------------------------------------------------
-
-def _daal4py():
-    try:
-        import daal4py
-    except Exception:
-        return None
-    return daal4py
-
 
 @contextmanager
 def thread_setting(threads: str) -> Iterator[None]:
@@ -153,7 +146,7 @@ def thread_setting(threads: str) -> Iterator[None]:
     if threads == "all":
         yield
         return
-    daal4py = _daal4py()
+    daal4py = _harness.daal4py()
     previous = daal4py.num_threads() if daal4py else None
     with threadpool_limits(limits=1):
         if daal4py:
@@ -168,61 +161,6 @@ def thread_setting(threads: str) -> Iterator[None]:
 # --------------------------------------------------------------------------
 # Measurement
 # --------------------------------------------------------------------------
-
-def _proc_status_kb(*keys: str) -> dict[str, int]:
-    """Selected ``/proc/self/status`` fields (e.g. ``VmRSS``) in kB."""
-    values = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in keys:
-                values[key] = int(rest.split()[0])
-    return values
-
-
-class PeakRSS:
-    """Context manager measuring the peak RSS growth (MB) over the RSS at entry.
-
-    A background thread samples ``VmRSS`` every 5 ms.  A sampling thread needs
-    the GIL, so it misses peaks inside native code that keeps the GIL; when the
-    kernel lets us reset the high-water mark (``echo 5 > /proc/self/clear_refs``)
-    ``VmHWM`` at exit is used as well, which catches every peak.
-    """
-
-    def __enter__(self) -> PeakRSS:
-        self._hwm_reset = self._reset_high_water_mark()
-        self.baseline_kb = _proc_status_kb("VmRSS")["VmRSS"]
-        self._peak_kb = self.baseline_kb
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join()
-        status = _proc_status_kb("VmRSS", "VmHWM")
-        self._peak_kb = max(self._peak_kb, status["VmRSS"])
-        if self._hwm_reset:
-            self._peak_kb = max(self._peak_kb, status["VmHWM"])
-
-    @property
-    def growth_mb(self) -> float:
-        return (self._peak_kb - self.baseline_kb) / 1024
-
-    def _sample(self) -> None:
-        while not self._stop.wait(RSS_SAMPLE_SECONDS):
-            self._peak_kb = max(self._peak_kb, _proc_status_kb("VmRSS")["VmRSS"])
-
-    @staticmethod
-    def _reset_high_water_mark() -> bool:
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-        except OSError:
-            return False
-        return True
-
 
 class _ListHandler(logging.Handler):
     def __init__(self) -> None:
@@ -282,7 +220,7 @@ def timed_fit(library: Library, model, X, y) -> tuple[float, float, str | None]:
     """Fit ``model``; return (wall seconds, peak RSS growth in MB, sklearnex route)."""
     gc.collect()
     log = sklearnex_messages() if library.check_route else nullcontext()
-    with log as messages, PeakRSS() as rss:
+    with log as messages, _harness.PeakRSS() as rss:
         start = time.perf_counter()
         model.fit(X, y)
         seconds = time.perf_counter() - start
@@ -459,10 +397,6 @@ def bar_verdict(case: Case) -> str:
 # Table formatting
 # --------------------------------------------------------------------------
 
-def _fmt(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _ratio(case: Case, numerator: str, denominators: list[str]) -> str:
     """sparsekernel time / fastest of ``denominators`` (only successful fits count)."""
     num = case.stats.get(numerator)
@@ -481,12 +415,12 @@ def table_columns(libraries: list[Library]) -> list[Column]:
     def per_library(header: str, getter: Callable[[FitStats], str],
                     only: Callable[[Library], bool] = lambda lib: True) -> list[Column]:
         def cell(name: str) -> Callable[[Case], str]:
-            def render(case: Case) -> str:
-                s = case.stats[name]
-                if s.error:
+            def value(case: Case) -> str:
+                s = case.stats.get(name)
+                if s is not None and s.error:
                     return "err"
-                return getter(s) if s.times else "-"
-            return render
+                return getter(s) if s is not None and s.times else "-"
+            return value
         return [(f"{header} {lib.short}", cell(lib.name)) for lib in libraries if only(lib)]
 
     names = {lib.name for lib in libraries}
@@ -503,84 +437,25 @@ def table_columns(libraries: list[Library]) -> list[Column]:
                 columns.append((f"sk/{peer.short}",
                                 lambda c, p=peer.name: _ratio(c, "sparsekernel", [p])))
         columns.append(("sk/best", lambda c: _ratio(c, "sparsekernel", peer_names)))
-    columns += per_library("iter", lambda s: _fmt(s.n_iter, "d"),
+    columns += per_library("iter", lambda s: fmt(s.n_iter, "d"),
                            only=lambda lib: lib.show_iterations)
     columns += per_library("kev(M)", lambda s: "-" if s.n_kernel_evals is None
                            else f"{s.n_kernel_evals / 1e6:.2f}",
                            only=lambda lib: lib.name == "sparsekernel")
-    columns += per_library("nSV", lambda s: _fmt(s.n_sv, "d"))
-    columns += per_library("acc%", lambda s: _fmt(s.accuracy, ".2f"))
+    columns += per_library("nSV", lambda s: fmt(s.n_sv, "d"))
+    columns += per_library("acc%", lambda s: fmt(s.accuracy, ".2f"))
     columns += per_library("mem(MB)", lambda s: f"{s.memory:.1f}")
     columns.append(("bar", bar_verdict))
     return columns
 
 
-def markdown_row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def table_lines(columns: list[Column], cases: list[Case]) -> list[str]:
-    lines = [markdown_row([h for h, _ in columns]), markdown_row(["---"] * len(columns))]
-    lines += [markdown_row([render(case) for _, render in columns]) for case in cases]
-    return lines
+    return md_table([h for h, _ in columns], [[value(case) for _, value in columns] for case in cases])
 
 
 # --------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------
-
-def _package_version(name: str) -> str:
-    """Installed version of distribution ``name`` (or of an importable module ``name``)."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:  # e.g. sparsekernel used from a build tree / PYTHONPATH
-        return str(getattr(importlib.import_module(name), "__version__", "unknown"))
-    except Exception:
-        return "not installed"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _git_revision() -> str:
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no commit yet?)"
-    return rev + (" (with uncommitted changes)" if dirty else "")
-
-
-def environment() -> dict[str, str]:
-    """Machine, software and invocation details for the report header."""
-    daal4py = _daal4py()
-    return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
-        "nproc": f"{len(os.sched_getaffinity(0))} (os.cpu_count()={os.cpu_count()})",
-        "cpu": _cpu_model(),
-        "oneDAL threads (default)": str(daal4py.num_threads()) if daal4py else "n/a",
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "versions": ", ".join(
-            f"{pkg} {_package_version(pkg)}"
-            for pkg in ("sparsekernel", "scikit-learn", "scikit-learn-intelex", "daal",
-                        "numpy", "scipy", "threadpoolctl")),
-        "repo revision": _git_revision(),
-    }
-
 
 LEGEND = f"""\
 Columns: sk = sparsekernel.SVC, skl = sklearn.svm.SVC, ilx = sklearnex.svm.SVC.
@@ -604,46 +479,34 @@ sparsekernel gets the CSR matrices as loaded (int64 indices); the peers get int3
 copies. a9a and w8a are sparse (CSR), the other sets dense."""
 
 
-@dataclass
-class Report:
-    """Accumulates results and (re)writes the markdown and JSON files."""
+class Store(_harness.Store):
+    """``svc[_quick].{json,md}``: one entry per (data set, C, threads) case; the summary holds the
+    settings, the data sets, the libraries that ran and the notes."""
 
-    path: Path
-    env: dict[str, str]
-    settings: dict
-    columns: list[Column]
-    notes: list[str]
-    datasets: list[dict] = field(default_factory=list)
-    cases: list[Case] = field(default_factory=list)
+    prefix = "svc"
 
-    def markdown(self, complete: bool) -> str:
-        lines = ["# SVC fit benchmark", ""]
-        if self.settings["quick"]:
-            lines += [f"**QUICK smoke test: training sets subsampled to {QUICK_N_TRAIN} rows; "
-                      "timings and the bar column are not meaningful.**", ""]
-        if not complete:
-            lines += ["**Partial results: the run has not finished (or crashed).**", ""]
-        lines += [f"- {key}: `{value}`" if key == "command" else f"- {key}: {value}"
-                  for key, value in self.env.items()]
-        lines += [f"- repeats: {self.settings['repeats']} (median reported)", "", LEGEND, ""]
-        lines += ["## Data sets", "",
-                  markdown_row(["data", "n_train", "n_test", "d", "storage", "gamma"]),
-                  markdown_row(["---"] * 6)]
-        lines += [markdown_row([d["dataset"], str(d["n_train"]), str(d["n_test"]),
-                                str(d["n_features"]), d["storage"], f"{d['gamma']:.6g}"])
-                  for d in self.datasets]
-        lines += ["", "## Results", "", *table_lines(self.columns, self.cases), ""]
-        if self.notes:
-            lines += ["## Notes", "", *[f"- {note}" for note in self.notes], ""]
-        return "\n".join(lines)
 
-    def write(self, complete: bool = False) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(self.markdown(complete))
-        raw = dict(environment=self.env, settings=self.settings, notes=self.notes,
-                   complete=complete, datasets=self.datasets,
-                   cases=[asdict(case) for case in self.cases])
-        self.path.with_suffix(".json").write_text(json.dumps(raw, indent=1))
+def case_key(case: Case) -> str:
+    return f"{case.dataset}/C={case.C:g}/{case.threads}"
+
+
+def stored_case(result: dict) -> Case:
+    return Case(**{**result, "stats": {name: FitStats(**s) for name, s in result["stats"].items()}})
+
+
+def render(store: Store, complete: bool) -> None:
+    """svc.md from the store."""
+    libraries = [lib for lib in LIBRARIES if lib.name in store.summary["libraries"]]
+    cases = [stored_case(e["result"]) for e in store.entries.values()]
+    notes = store.summary.get("notes", []) + [note for case in cases for note in case_notes(case)]
+    lines = [LEGEND, "", "## Data sets", "",
+             *md_table(["data", "n_train", "n_test", "d", "storage", "gamma"],
+                       [[d["dataset"], d["n_train"], d["n_test"], d["n_features"], d["storage"], f"{d['gamma']:.6g}"]
+                        for d in store.summary["datasets"].values()]),
+             "", "## Results", "", *table_lines(table_columns(libraries), cases), ""]
+    if notes:
+        lines += ["## Notes", "", *[f"- {note}" for note in notes]]
+    store.write_md("SVC fit benchmark", lines, complete)
 
 
 def case_notes(case: Case) -> list[str]:
@@ -659,59 +522,48 @@ def case_notes(case: Case) -> list[str]:
 # Command line
 # --------------------------------------------------------------------------
 
-def _csv_list(kind: Callable[[str], object], allowed: list[str] | None = None):
-    def parse(text: str) -> list:
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        if allowed is not None:
-            unknown = sorted(set(items) - set(allowed))
-            if unknown:
-                raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {allowed}")
-        return [kind(item) for item in items]
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Benchmark sparsekernel.SVC against sklearn and sklearnex SVC.")
-    parser.add_argument("--datasets", type=_csv_list(str, _datasets.ALL),
+    parser.add_argument("--datasets", type=csv_list(str, _datasets.ALL),
                         default=_SVC_SETS,
                         help=f"comma-separated data sets (default: {','.join(_SVC_SETS)})")
-    parser.add_argument("--C", type=_csv_list(float), default=[1.0, 10.0],
+    parser.add_argument("--C", type=csv_list(float), default=[1.0, 10.0],
                         help="comma-separated C values (default: 1,10)")
-    parser.add_argument("--threads", type=_csv_list(str, ["all", "1"]), default=["all", "1"],
+    parser.add_argument("--threads", type=csv_list(str, ["all", "1"]), default=["all", "1"],
                         help="comma-separated thread settings among all,1 (default: all,1)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="fits per library and setting; the median is reported (default: 3)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="markdown output (default: benchmarks/results/svc.md, "
-                             "or svc_quick.md with --quick); raw data goes next to it as .json")
     parser.add_argument("--quick", action="store_true",
                         help=f"subsample every training set to {QUICK_N_TRAIN} rows (smoke test)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="data directory (default: $SPARSEKERNEL_DATA or /work/shared/data)")
+    _harness.add_render_option(parser)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    if args.out is None:
-        name = "svc_quick.md" if args.quick else "svc.md"
-        args.out = REPO_ROOT / "benchmarks" / "results" / name
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render_only:
+        render(Store(quick=args.quick, register_run=False), complete=True)
+        return 0
     if args.data_dir is not None:
         _datasets.set_data_dir(args.data_dir)
 
     libraries, notes = discover_libraries()
-    if _daal4py() is None and any(lib.short == "ilx" for lib in libraries):
+    if _harness.daal4py() is None and any(lib.short == "ilx" for lib in libraries):
         notes.append("daal4py could not be imported: intelex is not limited to 1 thread "
                      "in the '1' setting.")
     columns = table_columns(libraries)
-    report = Report(path=args.out, env=environment(),
-                    settings=dict(datasets=args.datasets, C=args.C, threads=args.threads,
-                                  repeats=args.repeats, quick=args.quick),
-                    columns=columns, notes=notes)
+    store = Store(quick=args.quick, force=True)
+    store.runs[store.run_index]["repeats"] = f"{args.repeats} (median reported)"
+    store.summary.update(settings=dict(datasets=args.datasets, C=args.C, threads=args.threads,
+                                       repeats=args.repeats, quick=args.quick), notes=notes,
+                         libraries=sorted(set(store.summary.get("libraries", [])) | {lib.name for lib in libraries}))
+    datasets = store.summary.setdefault("datasets", {})
     for note in notes:
         print(f"note: {note}", flush=True)
     print("\n".join(table_lines(columns, [])), flush=True)
@@ -719,25 +571,24 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:
         data = prepare(name, args.quick)
         if data is None:
-            report.notes.append(f"{name}: data files missing or unreadable, skipped.")
-            print(f"note: {report.notes[-1]}", flush=True)
+            notes.append(f"{name}: data files missing or unreadable, skipped.")
+            print(f"note: {notes[-1]}", flush=True)
             continue
-        report.datasets.append(data.summary)
+        datasets[name] = data.summary
         for C in args.C:
             reuse: dict[str, FitStats] = {}
             for threads in args.threads:
                 case = run_case(libraries, data, C, threads, args.repeats, reuse)
-                report.cases.append(case)
-                print(markdown_row([render(case) for _, render in columns]), flush=True)
+                store.put(case_key(case), {"repeats": args.repeats, "quick": args.quick}, asdict(case))
+                print(table_lines(columns, [case])[-1], flush=True)
                 for note in case_notes(case):
-                    report.notes.append(note)
                     print(f"note: {note}", flush=True)
-        report.write(complete=False)
+        render(store, complete=False)
         del data
         gc.collect()
 
-    report.write(complete=True)
-    print(f"\nwrote {report.path} and {report.path.with_suffix('.json')}", flush=True)
+    render(store, complete=True)
+    print(f"\nwrote {store.md_path} and {store.json_path}", flush=True)
     return 0
 
 

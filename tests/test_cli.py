@@ -140,11 +140,13 @@ def test_fit_predict_svmlight(data):
     assert "test accuracy" in proc.stdout
     model = load_model(d / "sklr.skm")
     assert isinstance(model[-1], SparseKernelLogisticRegression) and model[-1].lam == 0.1
-    assert not model[0].with_mean  # sparse data: scaled, not centred
+    assert model[0].with_mean  # small sparse data: made dense and standardised, as CSV data
+    assert "the sparse data made dense" in proc.stdout
     X, _ = load_svmlight_file(str(d / "test.svm"), n_features=model.n_features_in_)
     proba = run("predict", "sklr.skm", "test.svm", "--proba", cwd=d).stdout.splitlines()
     assert proba[0] == "-1,1"
-    np.testing.assert_array_equal(np.array([r.split(",") for r in proba[1:]], dtype=float), model.predict_proba(X))
+    np.testing.assert_array_equal(np.array([r.split(",") for r in proba[1:]], dtype=float),
+                                  model.predict_proba(X.toarray()))
 
 
 def test_compare_holdout_table_csv_and_plot(data):
@@ -199,9 +201,8 @@ def test_datasets_and_help(tmp_path, capsys):
     assert all(name in proc.stdout for name in ("breast_cancer", "digits", "iris", "wine", "nssvm", "moons"))
     proc = run(cwd=tmp_path)  # python -m sparsekernel without a command: the help, exit status 0
     assert "Usage" in proc.stdout and "compare" in proc.stdout
-    with pytest.raises(SystemExit) as exit_:  # the demo's own argparse help, reached through the command
-        main(["demo", "--help"])
-    assert exit_.value.code == 0 and "--n-nssvm" in capsys.readouterr().out
+    assert main(["demo", "--help"]) == 0
+    assert "--n-nssvm" in capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -424,10 +425,10 @@ def test_predict_into_a_closed_pipe_ends_quietly(tmp_path):
 
 
 def test_demo_into_a_closed_pipe_ends_quietly(tmp_path):
-    """sparsekernel-demo's entry point (sparsekernel.cli.demo:main), its tables replaced by a long print."""
-    code = ("import sparsekernel.cli.demo as demo\n"
-            "demo._tables = lambda argv: [print('x' * 99) for _ in range(100000)] and 0\n"
-            "raise SystemExit(demo.main([]))\n")
+    """sparsekernel-demo's entry point (sparsekernel.cli:demo_main), its tables replaced by a long print."""
+    code = ("import sparsekernel.cli as cli, sparsekernel.cli.demo as demo\n"
+            "demo._tables = lambda *args: [print('x' * 99) for _ in range(100000)] and 0\n"
+            "raise SystemExit(cli.demo_main([]))\n")
     status, err = _read_then_close([sys.executable, "-c", code], tmp_path)
     assert status == 141 and err == ""
 

@@ -1,4 +1,4 @@
-"""SVC / SVR with solver='dc' on dask arrays (sparsekernel.dask._dc): on a LocalCluster of two worker
+"""SVC / SVR with solver='dc' on dask arrays (SVC.fit on a dask array; sparsekernel._dask_rows): on a LocalCluster of two worker
 processes the fit equals the in-memory solver='dc' fit (the same tree, the same problems solved from
 the same starts on the same rows: the same model), the clusters of the levels are solved on the
 workers and the client never holds X."""
@@ -115,7 +115,7 @@ def test_dask_dc_fit_equals_in_memory_fit(client, case):
 @pytest.mark.parametrize("data", ["gaussian", "mostly-zeros", "mostly-constant", "csr"])
 def test_blocks_are_stored_as_the_engine_stores_X(client, data):
     """Each block converted where it lives, as ``engine_storage`` converts all of X: the same rows."""
-    from sparsekernel.dask._dc import _engine_rows, _resident_rows
+    from sparsekernel._dask_rows import engine_rows as _engine_rows, resident_rows as _resident_rows
 
     rng = np.random.RandomState(0)
     X = {"gaussian": lambda: rng.randn(3000, 12),

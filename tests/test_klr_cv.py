@@ -315,7 +315,7 @@ def test_shared_basis_refit_doubles_the_basis_and_is_stationary():
 def test_shared_basis_refit_falls_back_to_the_search_basis(monkeypatch):
     """A larger refit that runs out of its time (forced here: its solve reports the time limit)
     leaves the model on the search's basis, and SKLR-CV's recorded sizes say so."""
-    from sparsekernel import _compact
+    from sparsekernel import _compact, klr_cv
 
     solve = _compact.newton_columns
 
@@ -326,6 +326,7 @@ def test_shared_basis_refit_falls_back_to_the_search_basis(monkeypatch):
         return r
 
     monkeypatch.setattr(_compact, "newton_columns", out_of_time_on_the_larger_basis)
+    monkeypatch.setattr(klr_cv, "newton_columns", out_of_time_on_the_larger_basis)
     X, y = _data(1300)
     model = KernelLogisticRegressionCV(Cs=[0.3, 3.0], cv=3, solver="nystrom", random_state=0).fit(X, y)
     assert model.estimator_.n_expansion_ == 512 and model.estimator_.converged_

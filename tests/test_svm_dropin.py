@@ -16,7 +16,8 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC as SkSVC
 
 from sparsekernel import SVC, SVR
-from sparsekernel.svm import _pairs, _pairwise_coupling
+from sparsekernel._base import ovo_pairs as _pairs
+from sparsekernel.svm import _pairwise_coupling
 
 pytestmark = pytest.mark.filterwarnings("ignore:The `probability` parameter:FutureWarning",
                                         "ignore:Attribute `prob:FutureWarning")

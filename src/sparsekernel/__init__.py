@@ -1,6 +1,7 @@
 """sparsekernel: fast, scikit-learn compatible kernel machines with a C++17 core."""
 
 from . import datasets
+from ._version import __version__  # noqa: F401
 from ._memory import InsufficientMemoryError
 from .io import load_model, save_model
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, klr_lambda_bound
@@ -14,4 +15,3 @@ from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 __all__ = ["SVC", "SVR", "NuSVC", "NuSVR", "OneClassSVM", "NSSVC", "SLMC", "SparseKFD", "PathSearchCV", "svm_path", "sklr_path", "KernelLogisticRegression",
            "SparseKernelLogisticRegression", "KernelLogisticRegressionCV", "SparseKernelLogisticRegressionCV",
            "klr_lambda_bound", "expected_calibration_error", "save_model", "load_model", "InsufficientMemoryError"]
-__version__ = "0.1.0"

@@ -26,9 +26,10 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
 
-from . import _core
+from . import _core, _dask_predict
 
 KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "laplacian": 4, "precomputed": 5}
 
@@ -372,6 +373,53 @@ def _row_sqnorms(X):
         else np.einsum("ij,ij->i", X, X, dtype=np.float64)
 
 
+def ovo_pairs(n_classes):
+    """The one-vs-one problems in LIBSVM's order: (a, b) for a < b."""
+    return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+
+
+class Expansion:
+    """A fitted model's decision values as one kernel expansion, ``K(X, B) @ W.T + b``: the one
+    object the tools read a fitted estimator by (export, plotting, the command line), made by
+    the estimator's ``_expansion()`` (see :func:`fitted_expansion`).
+
+    Attributes
+    ----------
+    kernel, gamma, coef0, degree : the kernel (gamma resolved from 'scale' / 'auto')
+    B : ndarray or sparse matrix (m, n_features), the points the kernel is evaluated at
+    W : ndarray or sparse matrix (k, m), or None (dec = K(X, B) + b: NSSVC's primal weights)
+    b : ndarray (k,)
+    platt : (A, B) of Platt's sigmoid per problem (SVC with probability=True), or None
+    """
+
+    def __init__(self, kernel, gamma, coef0, degree, B, W, b, platt=None):
+        self.kernel, self.gamma, self.coef0, self.degree = kernel, float(gamma), float(coef0), int(degree)
+        self.B, self.W, self.b, self.platt = B, W, np.asarray(b, dtype=np.float64).ravel(), platt
+
+    @property
+    def n_points(self):
+        """The points a prediction evaluates the kernel at."""
+        return int(self.B.shape[0])
+
+    def dense(self):
+        """This expansion with B and W as dense float64 arrays."""
+        def dense(A):
+            return None if A is None else np.asarray(A.toarray() if sp.issparse(A) else A, dtype=np.float64)
+
+        return Expansion(self.kernel, self.gamma, self.coef0, self.degree, dense(self.B), dense(self.W), self.b,
+                         self.platt)
+
+
+def fitted_expansion(model):
+    """The :class:`Expansion` of a fitted sparsekernel estimator (a cross-validated one: of the model
+    it chose). NotFittedError when unfitted; TypeError for an object without one; ValueError for a
+    model that has no single expansion (a DC-SVM stopped at a level)."""
+    check_is_fitted(model)
+    if not hasattr(model, "_expansion"):
+        raise TypeError(f"{type(model).__name__} is not a sparsekernel estimator with a kernel expansion")
+    return model._expansion()
+
+
 class KernelEvaluator:
     """K(X, B) for the fitted kernel, evaluated in row chunks.
 
@@ -491,14 +539,12 @@ def is_dask_array(X):
 
 
 def _dask_dispatching(fn):
-    """``fn`` (a prediction method) sending a dask array X to ``sparsekernel.dask``'s function of the
+    """``fn`` (a prediction method) sending a dask array X to ``_dask_predict``'s function of the
     same name, which runs ``fn`` itself on every block."""
     @functools.wraps(fn)
     def method(self, X, *args, **kwargs):
         if is_dask_array(X):
-            from . import dask as sk_dask
-
-            return getattr(sk_dask, fn.__name__)(self, X, *args, **kwargs)
+            return getattr(_dask_predict, fn.__name__)(self, X, *args, **kwargs)
         return fn(self, X, *args, **kwargs)
 
     method._sparsekernel_dask_dispatch = True
@@ -863,10 +909,6 @@ def _thread_pools():
     modules were imported (a new library is loaded by an import): threadpool_limits() scans
     /proc/self/maps on every call, 3.5 ms, a third of a 10 ms fit that limits its BLAS once per
     step (KernelLogisticRegressionCV's leave-one-out walk on 398 rows)."""
-    import sys
-
-    from threadpoolctl import ThreadpoolController
-
     with _ONE_THREAD_LOCK:
         if _CONTROLLER[0] is None or _CONTROLLER[1] != len(sys.modules):
             _CONTROLLER[0], _CONTROLLER[1] = ThreadpoolController(), len(sys.modules)
@@ -917,8 +959,6 @@ def block_pool(threads):
     down under anyone)."""
     with _BLOCK_POOL_LOCK:
         if _BLOCK_POOL["threads"] < threads:
-            from concurrent.futures import ThreadPoolExecutor
-
             size = max(threads, os.cpu_count() or 1)
             _BLOCK_POOL["pool"] = ThreadPoolExecutor(size, thread_name_prefix="sparsekernel-blocks")
             _BLOCK_POOL["threads"] = size

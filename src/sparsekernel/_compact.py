@@ -32,10 +32,12 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, cholesky, LinAlgError, solve_triangular
 from scipy.special import expit
+from scipy.linalg.lapack import dpstrf
+from scipy.optimize import minimize
 
-from ._base import block_pool
+from ._base import _row_sqnorms, block_pool, core_matrix
 from ._kernel_grad import DIFFERENTIABLE_KERNELS, kernel_gradient
 
 BASES = ("kmeans", "uniform", "ivm")
@@ -399,7 +401,7 @@ def start_bias(y, Ci):
 # ---------------------------------------------------------------------------------- basis points
 def kmeans_basis(X, M, rng):
     """M k-means centres (k-means++ start, a few Lloyd steps on a subsample of at most 20 M points)."""
-    from sklearn.cluster import KMeans
+    from sklearn.cluster import KMeans  # (heavy: 150 ms, imported when used)
 
     N = X.shape[0]
     n_sub = min(N, 20 * M)
@@ -486,9 +488,6 @@ def independent_columns(Kzz, prefer=None):
     adds nothing to the model's span, and its direction has zero curvature in (P_M): CG would
     run away along it. ``prefer``: points known to be independent (the previous round's, which
     carry the warm start's coefficients), kept first; the others are tested against them."""
-    from scipy.linalg import cholesky, solve_triangular
-    from scipy.linalg.lapack import dpstrf
-
     M = Kzz.shape[0]
     scale = float(np.max(np.diag(Kzz))) if M else 0.0
     if not scale > 0:
@@ -534,8 +533,6 @@ class CompactFit:
         """Write K(X, P) into out[:, j0:j0 + len(P)] row chunk by row chunk, for the points P = the
         training rows ``idx`` or the points ``Z``; returns the exact float64 rows ``capture`` of the
         block, K(X[capture], P) (or None). The float64 temporaries are one row chunk."""
-        from ._base import _row_sqnorms, core_matrix
-
         k = len(idx) if idx is not None else Z.shape[0]
         N = self.X.shape[0]
         step = max(1, _FILL_CHUNK_ENTRIES // max(1, k))
@@ -568,8 +565,6 @@ class CompactFit:
 
     def block(self, Z, rows=None):
         """K(X[rows], Z) for points Z (dense or CSR), computed in row chunks."""
-        from ._base import core_matrix
-
         X = self.X if rows is None else self.X[rows]
         if sp.issparse(X):  # the C++ row kernels (threads) beat scipy's sparse products here
             return self.ev(X, core_matrix(Z))
@@ -579,8 +574,6 @@ class CompactFit:
         return out
 
     def gram(self, Z):
-        from ._base import core_matrix
-
         return self.ev(Z, core_matrix(Z), Z)
 
     def storage_dtype(self, M):
@@ -662,8 +655,6 @@ def refine_basis_points(fit, Z, states, steps):
         dJ/dz_u = beta_u sum_i r_i dK(z_u, x_i)/dz_u + beta_u sum_j beta_j dK(z_u, z_j)/dz_u.
 
     Every evaluation re-solves the problems warm. Returns (Z, states)."""
-    from scipy.optimize import minimize
-
     ev = fit.ev
     if ev.kernel not in DIFFERENTIABLE_KERNELS:
         raise ValueError(f"refine_basis needs a kernel with a gradient ({DIFFERENTIABLE_KERNELS}), got {ev.kernel!r}")

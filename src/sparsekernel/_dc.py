@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._base import KernelEvaluator, core_matrix, run_parallel
+from ._engine import SolveResult
 
 # children of a cluster (the paper's k)
 CHILDREN = 4
@@ -412,7 +413,6 @@ class Divide:
             cluster_rho[cid] = r.rho if r is not None else -float(problem.y[var[0]])
         template = solved[0] if solved else None
         status = max((r.status for r in solved), default=0)
-        from ._engine import SolveResult  # (the result type of the engine seam)
         return SolveResult(alpha=a, grad=np.full(len(a), np.nan), rho=float(np.median(cluster_rho)), r=0.0,
                            obj=float("nan"), gap=float("nan"), n_iter=sum(s.n_iter for s in levels),
                            n_outer_iter=0, q=0 if template is None else template.q, status=status,

@@ -8,12 +8,9 @@ the one solver below (``_core.solve``, solver.hpp's ``Solver::solve``) solves th
 
 with psi_i(a) = p_i a (``term='linear'``) or C_i G(a / C_i) + p_i a (``term='entropic'``, KLR).
 
-This module is the only caller of ``_core.solve`` and the only reader of a search's state: a fit
-made by a search (``PathSearchCV``, ``svm_path``, ``sklr_path``) receives that state explicitly,
-as its ``search_rows`` fit parameter (:class:`sparsekernel._warm.SearchRows`: the fit's rows in
-the search's training set, tagged with the search's store); :func:`solve_problems` reads from it
-the warm starts, the engine sessions (row caches kept from one fit to the next), the kernel rows
-shared between folds and the search's deadline. A fit without it sees nothing of any search.
+This module is the only caller of ``_core.solve``, ``Session`` and ``SharedRows``; it knows no
+search and no estimator. What a fit does around the solve (warm starts and kept sessions of a
+search, divide and conquer, problems in parallel) is the fit driver's (``_fit``).
 """
 
 from __future__ import annotations
@@ -23,9 +20,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from . import _core
-from ._base import KERNELS, core_matrix, engine_storage, run_parallel
-from ._dc import solve_in_memory
-from ._warm import DualState, data_fingerprint, own_store, search_store, warm_point
+from ._base import KERNELS, core_matrix
 
 # the kinds of dual problem: one variable per point, or eps-SVR's two (a+ and a-) per point
 KINDS = {"binary": 0, "eps_svr": 1}
@@ -226,147 +221,3 @@ def problem_rows(X, problem, precomputed):
     if precomputed:
         return X if idx is None or len(idx) == X.shape[0] else np.ascontiguousarray(X[np.ix_(idx, idx)])
     return X if idx is None or len(idx) == X.shape[0] else X[idx]
-
-
-class FitWarmth:
-    """Where one fit's problems start and keep their engine sessions: a search's store (explicit, from
-    the fit's ``search_rows``), else the estimator's own last solution (``warm_start=True``), else
-    nowhere (a cold fit).
-
-    ``data_key`` names the fit's data (X as the engine sees it, labels and weights): a state or a
-    session applies only to the same data; ``rows`` are the fit's rows in the search's training
-    set when the fit reads the search's X as it is (shared kernel rows apply). ``warm`` False: the
-    fit starts cold (``problem.start``) but still keeps its engine sessions and reads the shared
-    rows of the store (:meth:`cold`)."""
-
-    def __init__(self, store=None, data_key=None, rows=None, deadline=None, threads=None, warm=True):
-        self.store = store
-        self.data_key = data_key
-        self.rows = rows
-        self.deadline = deadline
-        self.threads = threads  # the search's thread policy for its fits (None: the estimator's n_jobs)
-        self.warm = warm
-
-    def cold(self):
-        """This FitWarmth without its warm starts: for the nu formulations, whose start fixes the
-        sums of a that the solve keeps (a previous nu's solution is infeasible for another nu), the
-        sessions (row caches) and a search's shared kernel rows still apply, as its deadline and
-        threads."""
-        return FitWarmth(self.store, self.data_key, self.rows, self.deadline, self.threads, warm=False)
-
-    def fit_threads(self, threads):
-        """The threads of the fit: the search's choice, else the estimator's own."""
-        return threads if self.threads is None else self.threads
-
-    def restricted(self, keep):
-        """The FitWarmth of a fit that solves on rows ``keep`` of its X (KLR leaves out the points of
-        zero weight): the same states, the shared rows of those points."""
-        rows = None if self.rows is None or len(keep) == len(self.rows) else self.rows[keep]
-        return FitWarmth(self.store, self.data_key, self.rows if rows is None else rows, self.deadline, self.threads,
-                         self.warm)
-
-    def steps_per_variable(self, n_problems):
-        """The SMO steps per variable the previous solves of the fit's problems took (their states
-        in the store, when the fit starts warm from them); 0 without them."""
-        if self.store is None or not self.warm:
-            return 0.0
-        states = [self.store.state((self.data_key, k)) for k in range(n_problems)]
-        if not states or any(s is None for s in states):
-            return 0.0
-        return sum(s.n_iter for s in states) / max(1, sum(len(s.alpha) for s in states))
-
-    def has_states(self, n_problems):
-        return self.store is not None and self.warm and all(self.store.state((self.data_key, k)) is not None
-                                                            for k in range(n_problems))
-
-
-def problem_workers(X, sizes, threads):
-    """How many of a fit's problems (of ``sizes`` variables, on the rows of X) to solve at once, in
-    threads of their own (each engine then on one thread): ``threads`` when there are at least as
-    many problems and each is large enough for the engine to start a team of threads itself
-    (``_core.TEAM_MIN_OPS`` operations per pass of a step: solver.hpp's team_pays), else 1 (the
-    engine decides its own team). A pool for small problems costs more than the solves (iris, three
-    one-vs-one problems of 100 rows: 1.6 ms a fit on one thread, 3.7 ms in a pool of two; 8 ms with
-    another process on a core)."""
-    if threads <= 1 or len(sizes) < threads:
-        return 1
-    n, d = X.shape
-    cost = X.nnz / max(1, n) if hasattr(X, "nnz") else d
-    return threads if min(sizes) * (4.0 + cost) >= _core.TEAM_MIN_OPS else 1
-
-
-def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1, divide=None):
-    """Solve the problems (DualProblems over rows of X) in ``workers`` threads (each with
-    ``options.threads`` of its own), warm-started and in kept sessions where ``warmth`` (FitWarmth)
-    has them, reporting to the fit's ``monitor`` (progress, time limit). ``divide`` (a
-    ``_dc.Divide``): a problem without a warm start is solved by divide and conquer. Returns
-    SolveResults."""
-    warmth = warmth if warmth is not None else FitWarmth()
-    store = warmth.store
-    precomputed = kernel.name == "precomputed"
-    source = None
-    if store is not None and not precomputed:
-        source = store.row_source(kernel, rows=warmth.rows, data_key=warmth.data_key, X=X)
-    # sessions outlive the fit (a path, a search's folds): together a fit's keep its cache_size
-    session_mb = min(options.cache_mb, options.cache_mb * workers / len(problems))
-
-    def solve_one(k, token):
-        pr = problems[k]
-        Xc = core_matrix(problem_rows(X, pr, precomputed))
-        a0 = g0 = session = None
-        if store is not None:
-            key = (warmth.data_key, k)
-            if warmth.warm:
-                a0, g0 = warm_point(store.state(key), pr.hi, pr.p, kernel, entropic=pr.entropic)
-            session = store.take_session(key, kernel)
-            if session is None:
-                rows_of = None if source is None else source.index[pr.idx if pr.idx is not None else slice(None)]
-                session = open_session(Xc, kernel, pr, cache_mb=session_mb, threads=options.threads,
-                                       shared=None if source is None else source.rows, global_index=rows_of)
-        progress = monitor.problem(k) if monitor is not None else None
-        time_limit = monitor.remaining() if monitor is not None else 0.0
-        callback = progress.engine_callback() if progress is not None else None
-        if divide is not None and a0 is None:
-            r = solve_in_memory(divide, X, Xc, kernel, pr, options, solve=solve, cancel=token, time_limit=time_limit,
-                                progress=callback, session=session)
-        else:
-            r = solve(Xc, kernel, pr, options, a0=a0, g0=g0, session=session, cancel=token, time_limit=time_limit,
-                      progress=callback)
-        if progress is not None:
-            progress.end(r.n_iter, r.gap, len(pr.y), r.status)
-        r.warm_started = a0 is not None
-        if store is not None:
-            store.put_session(key, kernel, session)
-            store.put_state(key, DualState(r.alpha, r.grad, pr.hi, pr.p, kernel, int(r.n_iter)))
-        return r
-
-    return run_parallel(solve_one, list(range(len(problems))), workers)
-
-
-def fit_storage(X, kernel_name, warmth=None, threads=1):
-    """X as the engine reads it (``_base.engine_storage``, on ``threads`` threads), made once for the
-    fits of a search that share it (a Pipeline's fold: ``PathStore.derived``)."""
-    if warmth is None or warmth.store is None:
-        return engine_storage(X, kernel_name, threads)
-    return warmth.store.derived(X, ("engine storage", kernel_name), lambda: engine_storage(X, kernel_name, threads))
-
-
-def fit_warmth(estimator, X, y, sample_weight=None, search_rows=None):
-    """The FitWarmth of one fit of ``estimator`` on (X, y, sample_weight) as the engine sees them:
-    its search's (``search_rows``, see SearchRows), else with ``warm_start=True`` the estimator's
-    own store of its last fit's solutions and sessions, else none."""
-    store = search_store(search_rows)
-    if store is not None:
-        if search_rows.raw and len(search_rows) == X.shape[0]:
-            # X is rows ``search_rows`` of the search's training set: they name it (no pass over X)
-            rows = np.asarray(search_rows)
-            return FitWarmth(store, data_fingerprint(rows, y, sample_weight), rows, store.deadline, store.fit_threads)
-        return FitWarmth(store, store.fingerprint(X, y, sample_weight), None, store.deadline, store.fit_threads)
-    if bool(getattr(estimator, "warm_start", False)):
-        own = estimator.__dict__.get("_warm_store")
-        if own is None:
-            own = estimator._warm_store = own_store()
-        key = data_fingerprint(X, y, sample_weight)
-        own.keep_only(key)
-        return FitWarmth(own, key)
-    return FitWarmth()

@@ -114,8 +114,6 @@ def smo_budget(model, X, c, k, n_splits=None, compact=None):
     n, xb = X.shape[0], x_bytes(X)
     cache = float(getattr(model, "cache_size", 0.0)) * MB
     if n_splits is not None:
-        from ._warm import shared_rows_mb
-
         return Budget(cache=n_splits * cache, shared_rows=shared_rows_mb(n) * MB, X=(c + 2.0) * xb,
                       per_sample=2 * k * n, fixed=FIXED_BYTES)
     terms = dict(cache=cache, X=c * xb, per_sample=k * n, fixed=FIXED_BYTES)
@@ -147,3 +145,26 @@ def expansion_working_bytes(n, n_z):
     """SLMC / SparseKFD: the N_z x N kernel block Psi, its gradient weights and a temporary of each
     (float64), and the N_z x N_z matrices."""
     return 8.0 * (4 * n * n_z + 4 * n_z * n_z)
+
+
+#: The most of the machine's available memory (at the start of a search) its shared kernel rows may
+#: hold; below it they hold every row (N^2 float32 values).
+SHARED_MEMORY_FRACTION = 0.25
+
+
+def shared_rows_mb(n_samples):
+    """The size (MB) of a search's shared kernel rows over n_samples points: all N^2 float32 values
+    when they fit SHARED_MEMORY_FRACTION of the available memory, else that much."""
+    want = (4.0 * n_samples * n_samples + 2**20) / 2**20
+    free = available_bytes()
+    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20)
+
+
+def fold_rows_mb(n_samples, n_splits):
+    """The size (MB) of each fold's shared kernel rows in a Pipeline's search of n_splits folds over
+    n_samples points: all of a fold's (n_samples (n_splits - 1) / n_splits)^2 float32 values when the
+    n_splits folds' together fit SHARED_MEMORY_FRACTION of the available memory, else that share."""
+    n_fold = n_samples if n_splits < 2 else -(-n_samples * (n_splits - 1) // n_splits)
+    want = (4.0 * n_fold * n_fold + 2**20) / 2**20
+    free = available_bytes()
+    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20 / max(1, n_splits))

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+import joblib
 
-from ._base import release_at_exit
+from ._base import core_matrix, release_at_exit
+from ._engine import shared_rows
 
 
 def data_fingerprint(X, y, sample_weight=None):
@@ -136,33 +138,6 @@ class RowSource:
     index: np.ndarray
 
 
-#: The most of the machine's available memory (at the start of a search) its shared kernel rows may
-#: hold; below it they hold every row (N^2 float32 values).
-SHARED_MEMORY_FRACTION = 0.25
-
-
-def shared_rows_mb(n_samples):
-    """The size (MB) of a search's shared kernel rows over n_samples points: all N^2 float32 values
-    when they fit SHARED_MEMORY_FRACTION of the available memory, else that much."""
-    from ._memory import available_bytes
-
-    want = (4.0 * n_samples * n_samples + 2**20) / 2**20
-    free = available_bytes()
-    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20)
-
-
-def fold_rows_mb(n_samples, n_splits):
-    """The size (MB) of each fold's shared kernel rows in a Pipeline's search of n_splits folds over
-    n_samples points: all of a fold's (n_samples (n_splits - 1) / n_splits)^2 float32 values when the
-    n_splits folds' together fit SHARED_MEMORY_FRACTION of the available memory, else that share."""
-    from ._memory import available_bytes
-
-    n_fold = n_samples if n_splits < 2 else -(-n_samples * (n_splits - 1) // n_splits)
-    want = (4.0 * n_fold * n_fold + 2**20) / 2**20
-    free = available_bytes()
-    return want if free is None else min(want, SHARED_MEMORY_FRACTION * free / 2**20 / max(1, n_splits))
-
-
 class PathStore:
     """Warm-start states, engine sessions and shared kernel rows for the fits of a path or a path
     search, handed to them explicitly (:class:`SearchRows`), and the estimator's own last solution
@@ -228,8 +203,6 @@ class PathStore:
         kernel rows from one SharedRows over X per kernel setting, of ``shared_mb`` MB. ``points``:
         the training set as a fit validates it (what :meth:`rows_of` compares a fit's held-out
         points with)."""
-        from ._base import core_matrix
-
         with self._lock:
             self._whole = core_matrix(X)
             self._shared_mb = float(shared_mb)
@@ -336,8 +309,6 @@ class PathStore:
         """The RowSource of a fit: on rows ``rows`` of the search's training set (the search's
         shared rows), else on its own data X named ``data_key`` (its fold's shared rows, when the
         store keeps them); None without shared rows, or for a precomputed kernel."""
-        from ._engine import shared_rows
-
         with self._lock:
             if kernel.name == "precomputed":
                 return None
@@ -437,8 +408,6 @@ class FoldSteps:
     def cache(self, func, ignore=None, **kwargs):
         """``func`` (the Pipeline's ``_fit_transform_one``) for one Pipeline fit, the steps taken in
         order: its results kept per fold when the fit is the search's."""
-        import joblib
-
         chain = []  # the key of the previous step of this fit
 
         def fit_transform_one(transformer, X, y, *args, params=None, **kw):

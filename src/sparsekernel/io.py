@@ -37,18 +37,16 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from .klr import KernelLogisticRegression, SparseKernelLogisticRegression
-from .klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
-from .nssvm import NSSVC
-from .slmc import SLMC, SparseKFD
-from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+from ._base import fitted_expansion
+from ._registry import entries
+from ._version import __version__
 
 __all__ = ["save_model", "load_model", "read_header", "ModelVersionWarning", "FORMAT_VERSION", "SUPPORTED_ESTIMATORS"]
 
 FORMAT_NAME = "sparsekernel-model"
 FORMAT_VERSION = 2  # the newest format this version reads; 2 added Pipelines (bare estimators are written as 1)
-SUPPORTED_ESTIMATORS = {cls.__name__: cls for cls in (SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression,
-                                                       SparseKernelLogisticRegression, NSSVC, SLMC, SparseKFD)}
+SUPPORTED_ESTIMATORS = {e.name: e.cls for e in entries(skm=True, chooses=False)}
+_CHOOSERS = tuple(e.cls for e in entries(skm=True, chooses=True))  # saved as the model they chose
 
 _HEADER_KEY = "__header__"
 _JSON_SCALARS = (bool, int, float, str, type(None))
@@ -59,8 +57,6 @@ class ModelVersionWarning(UserWarning):
 
 
 def _library_version():
-    from . import __version__  # at call time: the package is initialised by then
-
     return __version__
 
 
@@ -163,7 +159,7 @@ def save_model(model, path):
     if isinstance(model, Pipeline):
         model, scalers, step_names = _split_pipeline(model)
     selected_by = None
-    if isinstance(model, (KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV)):
+    if isinstance(model, _CHOOSERS):
         # the model it chose, refitted on all the data: what predicts (loaded back as that estimator)
         check_is_fitted(model, "cv_results_")
         if not model.refit:
@@ -180,9 +176,10 @@ def save_model(model, path):
         raise ValueError(f"cannot save a {name} with kernel={kernel!r}: a .skm file holds named kernels only "
                          "(a precomputed or callable kernel cannot be rebuilt from the file)")
     check_is_fitted(model)
-    if model.__dict__.get("_early") is not None:
-        raise ValueError(f"cannot save a {name} fitted with early_stop_level: it predicts each point by its "
-                         "cluster's model (a tree of clusters a .skm file does not hold); use pickle or joblib")
+    try:
+        fitted_expansion(model)
+    except ValueError as exc:  # (a DC-SVM stopped at a level: a tree of clusters a .skm file does not hold)
+        raise ValueError(f"cannot save it: {exc}; use pickle or joblib") from exc
     arrays = {}
     params, dropped, attributes, skipped = _state(model, arrays, "attr")
     header = {

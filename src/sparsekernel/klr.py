@@ -22,13 +22,13 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, log1p
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from scipy.special import expit, log1p, log_expit, logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, column_or_1d, validate_data
+from scipy.optimize import brentq
 
-from . import _engine
+from . import _engine, _fit
 from ._memory import compact_working_bytes, smo_budget
 from ._compact import BASES, CompactFit, fit_compact
 from ._engine import DualProblem, KernelSpec, SolverOptions
@@ -36,6 +36,7 @@ from ._warm import PathStore, SearchRows, restore_prefitted
 from ._base import (
     one_thread,
     CallbackSupportMixin,
+    Expansion,
     FitMonitor,
     KernelEvaluator,
     KernelModelMixin,
@@ -234,8 +235,6 @@ def fit_temperature(margins, weights=None):
     KLR's own model, the fitted T is below 1 wherever we measured it), and what T corrects is the
     lam shift's inflation of f (S-KLR section 3.1: ||w|| grows with lam).
     """
-    from scipy.optimize import brentq
-
     m = np.asarray(margins, dtype=np.float64)
     w = np.ones_like(m) if weights is None else np.asarray(weights, dtype=np.float64)
     keep = w > 0
@@ -257,8 +256,6 @@ def fit_temperature(margins, weights=None):
 def _log_proba(z):
     """log P from the log-odds z: (n,) for two classes (log-sigmoid of -z and z), (n, k) one-vs-rest
     (each column's log-sigmoid, normalised by logsumexp)."""
-    from scipy.special import log_expit, logsumexp
-
     if z.ndim == 1:
         return np.column_stack([log_expit(-z), log_expit(z)])
     L = log_expit(z)
@@ -363,12 +360,12 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         solution (``_warm.warm_point``: a walk along lam at fixed C), in the previous solve's engine
         session, and a fold of a PathSearchCV reads its kernel rows from the search's shared rows.
         Otherwise, when the kernel rows cannot all stay cached, it starts from a compact fit."""
-        warmth = _engine.fit_warmth(None, X, y, sample_weight, search_rows).restricted(keep)
+        warmth = _fit.fit_warmth(None, X, y, sample_weight, search_rows).restricted(keep)
         threads = warmth.fit_threads(threads)
         bounds = self._box_bounds(problems, Ck)
         kernel = (KernelSpec("precomputed") if self.kernel == "precomputed"
                   else KernelSpec(self.kernel, self._gamma, self.coef0, self.degree))
-        workers = _engine.problem_workers(Xk, [len(yk) for yk in problems], threads)
+        workers = _fit.problem_workers(Xk, [len(yk) for yk in problems], threads)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=self.wss == "second",
                                 cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
@@ -378,7 +375,7 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
                  for k, (yk, b) in enumerate(zip(problems, bounds))]
         monitor = FitMonitor(self, len(problems), tol=float(self.tol), X=X, y=y, parallel=workers > 1,
                              deadline=warmth.deadline)
-        results = _engine.solve_problems(Xk, kernel, duals, options, warmth=warmth, monitor=monitor, workers=workers)
+        results = _fit.solve_problems(Xk, kernel, duals, options, warmth=warmth, monitor=monitor, workers=workers)
         monitor.close()
         return results
 
@@ -536,6 +533,11 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
             self.rho_ = float(self.rho_[0])
             self.duality_gap_ = float(self.duality_gap_[0])
             self.objective_ = float(self.objective_[0])
+
+    def _expansion(self):
+        """The fitted model as one kernel expansion (``_base.Expansion``) of its decision values."""
+        return Expansion(self.kernel, self._gamma, self.coef0, self.degree, self.support_vectors_, self.dual_coef_,
+                         self.intercept_)
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):
@@ -850,8 +852,6 @@ class SparseKernelLogisticRegression(_BaseKLR):
     def _fit_temperature(self, X, y, sample_weight):
         """T per binary problem (see fit_temperature): 1 at lam = 0, else fitted on the decision values
         of (a fixed subsample of at most _TEMPERATURE_SAMPLE) training points weighted by C_i."""
-        from sklearn.utils.validation import column_or_1d
-
         n_prob = 1 if len(self.classes_) == 2 else len(self.classes_)
         if self.lam_ == 0.0:
             return 1.0 if n_prob == 1 else np.ones(n_prob)
@@ -932,9 +932,6 @@ def lam_path_fits(estimator, X, y, lams, sample_weight=None):
     the path is the one of the S-KLR dual. Each model is what ``fit`` gives at that lam (same
     attributes, temperature included); its ``solver_stats_`` say ``warm_started``.
     """
-    from sklearn.base import clone
-    from sklearn.utils.validation import _num_samples
-
     store = PathStore()
     rows = SearchRows(store, _num_samples(X))
     try:

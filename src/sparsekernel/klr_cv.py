@@ -21,17 +21,21 @@ import warnings
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import ParameterGrid
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import check_cv, ParameterGrid
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from scipy.linalg import lapack
+from scipy.stats import rankdata
+from sklearn.metrics import check_scoring, get_scorer
 
-from ._base import (CallbackSupportMixin, FitMonitor, check_positive, check_time_limit, n_threads, resolve_gamma,
-                    with_callbacks)
-from ._compact import _grown_gram, independent_columns
-from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, _log_proba
+from ._base import (CallbackSupportMixin, FitMonitor, callable_gram, check_positive, check_time_limit, class_labels,
+                    n_threads, one_thread, per_sample_bounds, resolve_gamma, with_callbacks)
+from ._compact import CompactProblem, DesignMatrix, _grown_gram, independent_columns, newton_columns, start_bias
+from ._warm import PathStore, SearchRows
+from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, _log_proba, auto_lam
 from .model_selection import PathSearchCV, _candidate_key
 
 #: Cs=n (an int): n values of C log-spaced over [DEFAULT_C_RANGE[0], DEFAULT_C_RANGE[1]]. After
@@ -66,8 +70,6 @@ class _NegLogLoss:
     are left to scikit-learn's scorer."""
 
     def __call__(self, estimator, X, y):
-        from sklearn.metrics import get_scorer
-
         classes = estimator.classes_
         y = np.asarray(y)
         at = np.searchsorted(classes, y)
@@ -145,6 +147,13 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     def _choose(self, results):
         """The index of the chosen candidate in the search's cv_results_."""
         return int(np.argmin(results["rank_test_score"]))
+
+    def _fit_budget(self, X, n_splits=None):
+        """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): that of a search
+        of its model over its folds (the refit of the chosen C is not counted, as for PathSearchCV)."""
+        model = self._model(**{name: getattr(self, name) for name in self._MODEL_PARAMS})
+        folds = getattr(self, "n_splits_", None) if n_splits is None else n_splits
+        return model._fit_budget(X, n_splits=folds if folds and folds > 1 else None)
 
     @with_callbacks
     def fit(self, X, y, sample_weight=None):
@@ -286,6 +295,13 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
             raise AttributeError(f"{type(self).__name__} was fitted with refit=False: it holds the cross-validation "
                                  "results only (C_, scores_), no model to predict with")
         return True
+
+    def _expansion(self):
+        """The expansion of the model chosen, refitted on all the data (none with refit=False)."""
+        if not self.refit or not hasattr(self, "estimator_"):
+            raise ValueError(f"{type(self).__name__} fitted with refit=False holds no model (the cross-validation "
+                             "results only)")
+        return self.estimator_._expansion()
 
     @available_if(lambda self: not hasattr(self, "cv_results_") or self.refit)
     def decision_function(self, X):
@@ -595,8 +611,6 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
         return {"C": list(Cs), "lam": lams}
 
     def _scoring(self):
-        from sklearn.metrics import check_scoring
-
         scorer = _NegLogLoss() if self.scoring == "neg_log_loss" else check_scoring(self._model(), scoring=self.scoring)
         return _ScoreAndSize(scorer)
 
@@ -642,8 +656,6 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
                           f"the smallest one keeps {kept:.1%} (give larger Cs, or lower n_components)", UserWarning)
         self.kept_ = self._scores_by_c(self.cv_results_, "kept", self.Cs_)
         lam = self.cv_results_["params"][self.best_index_]["lam"]
-        from .klr import auto_lam
-
         if self.refit:  # the lam of the model chosen (0 on the shared-basis route)
             self.lam_ = float(self.estimator_.lam_)
         else:
@@ -694,8 +706,6 @@ class _PathResults:
 
     def _results(self, params, rows_scores):
         """cv_results_ as a search's: params, per-split and mean test values, the rank by score."""
-        from scipy.stats import rankdata
-
         results = {"params": params}
         metrics = list(rows_scores[0][0]) if isinstance(rows_scores[0][0], dict) else None
         names = metrics or ["score"]
@@ -729,13 +739,6 @@ class _SharedBasisPath(_PathResults):
     ``best_estimator_`` (with refit)."""
 
     def fit(self, X, y, sample_weight=None):
-        from sklearn.base import clone
-        from sklearn.metrics import check_scoring
-        from sklearn.model_selection import check_cv
-
-        from ._base import one_thread
-        from ._compact import CompactProblem, DesignMatrix, newton_columns, start_bias
-
         t_start = time.perf_counter()
         owner, model = self.owner, self.model
         cv = check_cv(owner.cv, y, classifier=True)
@@ -915,8 +918,6 @@ def alo_decision(K, f, yk, Ci):
     which needs diag(B^-1) and B^-1 s only: one Cholesky factor and its inverse (2/3 N^3), no
     division by a small w_i (a confidently fitted point moves by ~ its w_i). Raises
     numpy.linalg.LinAlgError when B is not positive definite (K not positive semi-definite)."""
-    from scipy.linalg import lapack
-
     # (p = 0, a point fitted wrong beyond float64's range: kept positive, its value is left as it is)
     p = np.maximum(expit(yk * f), np.finfo(np.float64).tiny)
     s = np.sqrt(Ci * p * (1.0 - p))
@@ -939,8 +940,6 @@ def alo_decision(K, f, yk, Ci):
 
 def _training_gram(est, X):
     """K(X, X) of a fitted estimator's kernel on its (validated) training rows, float64."""
-    from ._base import callable_gram
-
     if est.kernel == "precomputed":
         return np.array(X, dtype=np.float64)
     if callable(est.kernel):
@@ -962,11 +961,6 @@ class _ApproxLOOPath(_PathResults):
     leave-one-out score), ``n_splits_`` (1), ``best_estimator_`` (with refit)."""
 
     def fit(self, X, y, sample_weight=None):
-        from sklearn.base import clone
-
-        from ._base import class_labels, one_thread, per_sample_bounds
-        from ._warm import PathStore, SearchRows
-
         owner, monitor = self.owner, self.monitor
         n = _num_samples(X)
         base = clone(self.model).set_params(solver="smo")

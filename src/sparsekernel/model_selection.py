@@ -15,16 +15,24 @@ from contextlib import nullcontext
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import parallel_config
-from sklearn.base import clone
-from sklearn.metrics import check_scoring
-from sklearn.model_selection import ParameterGrid
+from joblib import delayed, effective_n_jobs, Parallel, parallel_config
+from sklearn.base import clone, is_classifier
+from sklearn.metrics import check_scoring, log_loss
+from sklearn.model_selection import check_cv, ParameterGrid
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _check_method_params, _num_samples, check_array, indexable
+from joblib.parallel import get_active_backend
+from sklearn.pipeline import Pipeline
+from sklearn.utils._metadata_requests import _routing_enabled
+from sklearn.utils.metaestimators import _safe_split
 
 from . import _core
 from ._base import available_threads, canonical_csr, check_positive, engine_storage, one_thread
-from ._warm import FoldSteps, PathStore, SearchRows, fold_rows_mb, shared_rows_mb
+from ._memory import fold_rows_mb, shared_rows_mb
+from ._warm import FoldSteps, PathStore, SearchRows, prefit_key
+from .klr import SparseKernelLogisticRegression, _BaseKLR, lam_path_fits
+from .metrics import expected_calibration_error
+from .svm import SVC, SVR, OneClassSVM, _BaseSVC, _BaseSVR
 
 #: PathSearchCV(n_jobs=None) runs its folds in parallel, one thread each, from PARALLEL_FOLDS_MIN_ROWS
 #: to PARALLEL_FOLDS_MAX_ROWS training points; one fit at a time with every thread otherwise (below,
@@ -53,19 +61,12 @@ def _walk_order(candidates, param="C"):
 
 def _on_dask():
     """True when the caller runs joblib on a Dask cluster (``joblib.parallel_config(backend='dask')``)."""
-    from joblib.parallel import get_active_backend
-
     return type(get_active_backend()[0]).__name__ == "DaskDistributedBackend"
 
 
 def _walk_fold(estimator, X, y, train, group, fit_params, seconds):
     """One task of a search on a cluster: the fits of one group of candidates on one fold, each
     warm-started from the previous one. Returns [(prefit_key, fitted state)] in walk order."""
-    from sklearn.utils.metaestimators import _safe_split
-    from sklearn.utils.validation import _check_method_params
-
-    from ._warm import prefit_key
-
     X_train, y_train = _safe_split(estimator, X, y, train)
     fit_params = _check_method_params(X, params=fit_params, indices=train)
     out = []
@@ -107,8 +108,6 @@ def _candidate_key(cand):
 
 
 def _check_estimator(estimator):
-    from .svm import SVC, SVR
-
     if not isinstance(estimator, (SVC, SVR)):
         name = type(estimator).__name__
         why = ""
@@ -123,11 +122,6 @@ def _path_target(estimator, param_grid):
     """(the sparsekernel estimator a search walks, the prefix of its parameters in the grid): the
     estimator itself ("") or a Pipeline's last step ("name__"); (None, None) when the search cannot
     help and fits cold as GridSearchCV (another estimator, or a grid that replaces the last step)."""
-    from sklearn.pipeline import Pipeline
-
-    from .klr import _BaseKLR
-    from .svm import OneClassSVM, _BaseSVC, _BaseSVR
-
     kinds = (_BaseSVC, _BaseSVR, OneClassSVM, _BaseKLR)
     if isinstance(estimator, kinds):
         return estimator, ""
@@ -145,8 +139,6 @@ def _walked_param(estimator, param_grid, prefix=""):
     fixed C the box stays, so lam's warm start is exact and needs no kernel evaluation); for the nu
     formulations (NuSVC, NuSVR, OneClassSVM), which start every fit cold, nu when the grid has
     several: the fits of one group share the kernel parameters, so they read the same sessions."""
-    from .klr import _BaseKLR
-
     grids = param_grid if isinstance(param_grid, list) else [param_grid]
 
     def several(name):
@@ -211,8 +203,6 @@ def svm_path(estimator, X, y, *, Cs, gammas=None, epsilons=None, sample_weight=N
         check_scoring(estimator, scoring=scoring)  # a bad scoring fails here, not inside a task
     args = (sample_weight, X_test, y_test, scoring, return_models)
     if _on_dask():
-        from joblib import Parallel, delayed
-
         groups = _walk_groups(list(ParameterGrid(grid)))
         parts = Parallel(n_jobs=-1)(delayed(_walk_path_group)(estimator, X, y, g, *args) for g in groups)
         return [entry for part in parts for entry in part]
@@ -257,11 +247,6 @@ def sklr_path(X, y, *, lams, C=1.0, estimator=None, sample_weight=None, X_test=N
         ``warm_started``; with test data ``accuracy``, ``log_loss`` and ``ece``; ``estimator`` when
         ``return_models``.
     """
-    from sklearn.metrics import log_loss
-
-    from .klr import SparseKernelLogisticRegression, lam_path_fits
-    from .metrics import expected_calibration_error
-
     if estimator is None:
         estimator = SparseKernelLogisticRegression()
     if not isinstance(estimator, SparseKernelLogisticRegression):
@@ -463,8 +448,6 @@ class PathSearchCV(BaseSearchCV):
     def _share_rows(self, store, X, target):
         """One kernel row store per kernel setting for all the folds, over the search's X as the
         estimator reads it (a bare estimator only: a Pipeline's last step sees transformed data)."""
-        from sklearn.utils.validation import check_array
-
         if callable(target.kernel) or target.kernel == "precomputed":
             return
         try:
@@ -479,9 +462,6 @@ class PathSearchCV(BaseSearchCV):
     def _cv_splits(self, X, y, params):
         """The number of folds the search's cv makes of (X, y) (0: unknown here; the search reports
         what is wrong with its cv)."""
-        from sklearn.base import is_classifier
-        from sklearn.model_selection import check_cv
-
         try:
             cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
             return int(cv.get_n_splits(X, y, params.get("groups")))
@@ -494,8 +474,6 @@ class PathSearchCV(BaseSearchCV):
         SMO step's O(N) passes do not split well across threads, whole fits do), one fit at a time
         with every thread otherwise.
         A given n_jobs runs that many fits at once, sharing the threads. Never both at once."""
-        from joblib import effective_n_jobs
-
         threads = available_threads()
         if self.n_jobs is None:
             jobs = threads if PARALLEL_FOLDS_MIN_ROWS <= n_samples <= PARALLEL_FOLDS_MAX_ROWS else 1
@@ -506,11 +484,6 @@ class PathSearchCV(BaseSearchCV):
     def _fit_on_cluster(self, X, y, params):
         """The cross-validated fits as tasks on the Dask cluster of the active joblib backend, one
         per fold x kernel-parameter group: {prefit_key: fitted state} for the scoring phase."""
-        from joblib import Parallel, delayed
-        from sklearn.base import is_classifier
-        from sklearn.model_selection import check_cv
-        from sklearn.utils.validation import indexable
-
         if not (isinstance(X, np.ndarray) or sp.issparse(X)):
             raise ValueError("PathSearchCV on a Dask cluster needs X as a numpy array or a scipy.sparse matrix (the "
                              f"fits made on the workers are matched to the folds by their data), got {type(X).__name__}")
@@ -527,8 +500,6 @@ class PathSearchCV(BaseSearchCV):
 
     def fit(self, X, y=None, **params):
         """Run the search; see :meth:`sklearn.model_selection.GridSearchCV.fit`."""
-        from sklearn.utils._metadata_requests import _routing_enabled
-
         if self.time_limit is not None:
             check_positive("time_limit", self.time_limit)
         target, prefix = _path_target(self.estimator, self.param_grid)

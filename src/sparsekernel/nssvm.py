@@ -20,20 +20,20 @@ import hashlib
 import math
 import numbers
 import time
-import warnings
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.random import sample_without_replacement
 from sklearn.utils.validation import check_is_fitted, validate_data
+import copy
 
 from . import _core
 from ._blocks import SIGMA, InMemoryBlocks, RowBlocks, labels_of
+from ._dask_rows import DaskBlocks, checked_dask_matrix, class_codes, dask_client
 from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import FIXED_BYTES, Budget, nssvc_working_bytes, require, x_bytes
 from ._base import (
@@ -44,6 +44,7 @@ from ._base import (
     STATUS_STOPPED,
     STATUS_TIME_LIMIT,
     CallbackSupportMixin,
+    Expansion,
     FitMonitor,
     KernelModelMixin,
     check_time_limit,
@@ -766,8 +767,6 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     def _stand_in(self, X, n_s, n_problems):
         """A copy of this estimator fitted, as far as predict needs, with n_s support vectors per
         problem (rows of X): what a model of that size costs to predict with."""
-        import copy
-
         model = copy.copy(self)
         support = np.tile(np.arange(n_s), n_problems)
         model.support_ = support.astype(np.int32)
@@ -801,9 +800,7 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
 
         Two classes give one problem (+1 = classes_[1]); more give one-versus-rest problems."""
         if is_dask_array(X):
-            from .dask._nssvc import fit_nssvc
-
-            return fit_nssvc(self, X, y)
+            return self._fit_dask(X, y)
         t0 = time.perf_counter()
         c, threads = self._check_params()
         X, y = validate_data(self, X, y, accept_sparse=self._accept_sparse(), dtype=[np.float64, np.float32],
@@ -819,6 +816,61 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self._store(solvers, lambda support: X[support], X.shape)
         self.fit_time_ = time.perf_counter() - t0
         self.prediction_cost_ = prediction_cost(self, X)
+        return self
+
+    def _fit_dask(self, X, y):
+        """The fit on a dask array X where its blocks live (a distributed Client must be running: the
+        current one): ``_dask_rows.DaskBlocks``, one round trip per Newton iteration, the iterates of
+        the in-memory fit bit for bit. gamma='scale' is a blocked reduction, equal to the in-memory
+        value up to the order of its sums (a number gives the in-memory fit bit for bit). Sets
+        ``round_trips_`` (the passes that waited for the workers) and ``round_trip_seconds_`` (the
+        time the client waited in them; the rest of ``fit_time_`` is the setup: validation, class
+        codes, blocks, and the Newton steps)."""
+        import dask.array as da
+
+        t0 = time.perf_counter()
+        c, _ = self._check_params()
+        if self.kernel == "precomputed" or callable(self.kernel):
+            raise ValueError("NSSVC on a dask array computes its kernel from the rows; kernel='precomputed' (an m x m "
+                             "matrix) does not scale out: fit it in memory")
+        X, (m, n) = checked_dask_matrix(X)
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: n})
+        if not isinstance(y, da.Array):
+            y = np.asarray(y).ravel()
+            if len(y) != m:
+                raise ValueError(f"X and y have different numbers of samples: {m} and {len(y)}")
+            y = da.from_array(y, chunks=(X.chunks[0],))
+        if y.ndim != 1 or y.shape[0] != m:
+            raise ValueError(f"X and y have different numbers of samples: {m} and {y.shape[0]}")
+        if m == 0 or n == 0:
+            raise ValueError(f"Found array with shape {(m, n)}; NSSVC needs at least one sample and one feature")
+        client = dask_client(None, "NSSVC.fit")
+        self.classes_, y_enc, code_blocks = class_codes(client, y.rechunk((X.chunks[0],)))
+        self.n_features_in_ = n
+        blocks = DaskBlocks(client, X, y_enc, code_blocks=code_blocks)
+        try:
+            if self.kernel == "linear":
+                self._gamma = 0.0
+            elif self.gamma == "scale":  # as _base.resolve_gamma, by a blocked two-pass reduction
+                var = blocks.variance()
+                self._gamma = 1.0 / (n * var) if var != 0 else 1.0
+            else:
+                self._gamma = resolve_gamma(self.gamma, np.zeros((0, n)))
+            if self.kernel != "linear":
+                blocks.set_kernel(self._kernel_spec())
+            binary = len(self.classes_) == 2
+            if binary:  # the codes 0/1 become the labels +-1 in place: the client keeps one byte per sample
+                blocks.wait()  # (once the workers hold their slices of the codes)
+                y_enc *= 2
+                y_enc -= 1
+            solvers = self._solve(blocks, y_enc, m, n, c, labels_pm1=binary)
+            self._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
+        finally:
+            blocks.release()
+        self.round_trips_ = blocks.round_trips
+        self.round_trip_seconds_ = blocks.seconds
+        self.fit_time_ = time.perf_counter() - t0
         return self
 
     def _doubling(self):
@@ -949,6 +1001,14 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         if self.kernel == "linear":
             SV = self.support_vectors_.astype(np.float64)  # a float64 product whatever X's dtype
             self.coef_ = np.asarray((SV.T @ coef.T).T, dtype=np.float64)  # w = Q alpha (72)
+
+    def _expansion(self):
+        """The fitted model as one kernel expansion (``_base.Expansion``); the linear kernel's is w = Q
+        alpha (72) itself: dec = <x, w> + b."""
+        if self.kernel == "linear":
+            return Expansion("linear", 0.0, 0.0, 0, self.coef_, None, self.intercept_)
+        return Expansion(self.kernel, self._gamma, self.coef0, self.degree, self.support_vectors_, self.dual_coef_,
+                         self.intercept_)
 
     def decision_function(self, X):
         """f(x) = sum_i alpha_i y_i K(x_i, x) + b: shape (n,) for two classes (> 0 means

@@ -8,8 +8,8 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin, is_regressor
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
@@ -17,20 +17,23 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _ovr_decision_function
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import (
+    _check_y,
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
     validate_data,
 )
 
-from . import _dc, _engine
+from . import _dc, _fit
 from ._engine import DualProblem, KernelSpec, SolverOptions
 from ._memory import smo_budget
 from ._warm import HeldOutScoring, restore_prefitted
+from ._dask_rows import (check_range_task, checked_dask_matrix, dask_client, engine_rows, in_client, resident_rows,
+                         solve_task)
 from ._base import (
     CallbackSupportMixin,
+    Expansion,
     FitMonitor,
-    KernelEvaluator,
     KernelModelMixin,
     check_time_limit,
     callable_gram,
@@ -42,9 +45,11 @@ from ._base import (
     init_params,
     is_dask_array,
     n_threads,
+    ovo_pairs,
     per_sample_bounds,
     check_kernel_range,
     resolve_gamma,
+    run_parallel,
     validate_constrained_params,
     warn_if_stopped_early,
     with_callbacks,
@@ -80,11 +85,6 @@ _BLOCK_MIN_ROWS = 2000
 _DC_MIN_ROWS = 200_000
 
 
-def _pairs(n_classes):
-    """The one-vs-one problems in LIBSVM's order: (a, b) for a < b."""
-    return [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
-
-
 def _plus_minus(n):
     """The labels of eps-SVR's 2n variables (a+, a-): n times +1, then n times -1."""
     y = np.ones(2 * n)
@@ -102,7 +102,7 @@ def _nu_start(hi, total):
 def _ovo_votes(dec, n_classes):
     """Votes of the one-vs-one decision values (LIBSVM pair order, > 0 votes for the first class)."""
     votes = np.zeros((dec.shape[0], n_classes))
-    for k, (a, b) in enumerate(_pairs(n_classes)):
+    for k, (a, b) in enumerate(ovo_pairs(n_classes)):
         votes[:, a] += dec[:, k] > 0
         votes[:, b] += dec[:, k] <= 0
     return votes
@@ -123,7 +123,7 @@ def _pairwise_coupling(r, n_classes):
     tolerance of 0.005 / n_classes)."""
     n = r.shape[0]
     R = np.zeros((n, n_classes, n_classes))  # R[:, i, j] = P(i | i or j)
-    for k, (a, b) in enumerate(_pairs(n_classes)):
+    for k, (a, b) in enumerate(ovo_pairs(n_classes)):
         R[:, a, b] = r[:, k]
         R[:, b, a] = 1.0 - r[:, k]
     Q = -R.transpose(0, 2, 1) * R                      # Q_tj = -r_jt r_tj
@@ -200,9 +200,9 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         return n_threads(self.n_jobs)
 
     def _fit_warmth(self, X, y, sample_weight, search_rows):
-        """The fit's FitWarmth (``_engine.fit_warmth``); without its warm starts for the formulations
+        """The fit's FitWarmth (``_fit.fit_warmth``); without its warm starts for the formulations
         that take none (a search's sessions, shared kernel rows, deadline and threads still apply)."""
-        warmth = _engine.fit_warmth(self, X, y, sample_weight, search_rows)
+        warmth = _fit.fit_warmth(self, X, y, sample_weight, search_rows)
         return warmth if self._warm_starts else warmth.cold()
 
     def _solve_one(self, X, y, sample_weight, search_rows, problem, threads):
@@ -269,6 +269,19 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
             if out is not None:
                 return out
         return super()._decision_values(X, coef, intercept)
+
+    def _expansion(self):
+        """The fitted model as one kernel expansion (``_base.Expansion``): f = sum_i coef_i K(x_i, x) - rho
+        (SVR, NuSVR, OneClassSVM; the classifiers' pairs in ``_BaseSVC``)."""
+        return Expansion(*self._expansion_kernel(), self.support_vectors_, self._dual_coef, self._intercept)
+
+    def _expansion_kernel(self):
+        """(kernel, gamma, coef0, degree) of the expansion; a model stopped at a level of the divided
+        solve has none (each point is predicted by its cluster's model)."""
+        if self.__dict__.get("_early") is not None:
+            raise ValueError(f"{type(self).__name__} fitted with early_stop_level has no single kernel expansion: it "
+                             "predicts each point by its cluster's model")
+        return self.kernel, self._gamma, self.coef0, self.degree
 
     def _keep_early_model(self, X, results):
         """After a fit stopped at a level (``early_stop_level``): the clusters' offsets, per problem,
@@ -347,19 +360,19 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
 
     def _solve_problems(self, X, problems, threads, warmth=None, monitor=None):
         """Solve the dual problems (DualProblems over rows of X) on the engine, warm-started where
-        ``warmth`` (``_engine.FitWarmth``) has a previous solution on the same data. Returns
+        ``warmth`` (``_fit.FitWarmth``) has a previous solution on the same data. Returns
         SolveResults."""
         kernel = self._kernel_spec()
         if kernel.name != "precomputed":
             # a dense X of mostly zeros (or one value per column): CSR; once per fold in a Pipeline's search
-            X = _engine.fit_storage(X, kernel.name, warmth, threads)
+            X = _fit.fit_storage(X, kernel.name, warmth, threads)
         options, workers = self._solver_options(X, [len(p.y) for p in problems], threads, warmth)
         self._held_out = None
         if warmth is not None and warmth.rows is not None and kernel.name != "precomputed":
             # a fit on rows of its search's training set: scored from the search's kernel rows
             self._held_out = HeldOutScoring(warmth.store, kernel, warmth.rows, threads)
         divide = self._divide(X, kernel, threads, workers) if self.solver_ == "dc" else None
-        return _engine.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
+        return _fit.solve_problems(X, kernel, problems, options, warmth=warmth, monitor=monitor, workers=workers,
                                       divide=divide)
 
     def _solver_options(self, X, sizes, threads, warmth=None):
@@ -368,7 +381,7 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         'auto' takes conjugate directions ('csmo') for a warm start from solves that needed at least
         CONJUGATE_MIN_STEPS steps per variable (a path's or a search's larger C)."""
         n_problems = len(sizes)
-        workers = _engine.problem_workers(X, sizes, threads)
+        workers = _fit.problem_workers(X, sizes, threads)
         self.solver_ = self._route(X)
         route = self._plain_route(X)
         if (self.solver == "auto" and route == _AUTO_ROUTE and "csmo" in self._solvers and warmth is not None
@@ -397,14 +410,104 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         return _dc.Divide(partition, stop_level=stop, workers=max(1, threads // workers))
 
     def _fit_dask(self, X, y, sample_weight):
-        """A fit on a dask array X: solver='dc' solves its clusters where the row blocks live
-        (``sparsekernel.dask``); the other solvers need X in memory."""
-        if self.solver != "dc":
-            raise ValueError(f"{type(self).__name__}.fit got a dask array X: only solver='dc' (SVC, SVR) and NSSVC "
-                             f"fit on dask arrays, got solver={self.solver!r} (or fit on X.compute())")
-        from .dask._dc import fit_dc
+        """A fit on a dask array X: solver='dc' (DC-SVM) solves its clusters where the row blocks
+        live (a distributed Client must be running: the current one); the other solvers need X in
+        memory.
 
-        return fit_dc(self, X, y, sample_weight)
+        The model equals the in-memory ``solver='dc'`` fit on X.compute(): the same cluster tree (its
+        sample, at most ``_dc._MAX_SAMPLE`` rows, clustered in the client with the same random state;
+        every block routes its own rows on its worker), the same problems solved from the same
+        starts, on the same rows in the same order: each cluster's problem of a level is one task
+        on a worker that assembles the cluster's rows from the blocks, and the whole problem, last,
+        is solved on one worker (``_dask_rows``). gamma='scale' is a blocked reduction, equal to the
+        in-memory X.var() up to the order of its sums (a numeric gamma gives the in-memory model bit
+        for bit). The client holds y, the sample weights and the row labels (O(n)), the sample of
+        the clustering, the solutions and the support vectors; never X. ``dc_workers_`` names the
+        workers that solved the levels' clusters. The fit starts cold (``warm_start`` applies to
+        in-memory fits), ``time_limit`` bounds its solves, it reports no progress, and
+        probability=True is refused."""
+        name = type(self).__name__
+        if self.solver != "dc":
+            raise ValueError(f"{name}.fit got a dask array X: only solver='dc' (SVC, SVR) and NSSVC "
+                             f"fit on dask arrays, got solver={self.solver!r} (or fit on X.compute())")
+        t0 = time.perf_counter()
+        threads = self._check_params()
+        if getattr(self, "probability", False) is True or getattr(self, "probability", False) is np.True_:
+            raise ValueError("probability=True (Platt scaling by an in-memory cross-validation) does not fit on a dask "
+                             "array; calibrate the fitted model instead")
+        X, (n, d) = checked_dask_matrix(X)
+        if n == 0 or d == 0:
+            raise ValueError(f"Found array with shape {(n, d)}; {name} needs at least one sample and one feature")
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: d})
+        y = _check_y(in_client(y), y_numeric=is_regressor(self), estimator=self)
+        check_consistent_length(np.empty((n, 0)), y)
+        sample_weight = in_client(sample_weight)
+
+        client = dask_client(None, f"{name}.fit")
+        blocks, rows, nonzero = resident_rows(client, X)
+        engine = rows
+        try:
+            # what _validate_fit_input keeps of X
+            self.__dict__.pop("feature_names_in_", None)
+            self.n_features_in_ = d
+            self._sparse_fit = rows.sparse
+            if self.gamma == "scale":  # (as _base.resolve_gamma, by a blocked two-pass reduction)
+                var = blocks.variance()
+                self._gamma = 1.0 / (d * var) if var != 0 else 1.0
+            else:
+                self._gamma = resolve_gamma(self.gamma, np.zeros((0, d)))
+            if self._gamma == 0.0:
+                raise ValueError(f"{_NONFINITE_MODEL} (gamma='scale' = 1 / (n_features * X.var()) is 0: X.var() "
+                                 "overflows float64)")
+            if self.kernel in ("linear", "poly"):
+                client.gather([client.submit(check_range_task, xb, self.kernel, self._gamma, float(self.coef0),
+                                             int(self.degree), pure=False) for xb in blocks.blocks])
+            self.shape_fit_ = (n, d)
+
+            problems, layout = self._problems(y, sample_weight, n)
+            kernel = self._kernel_spec()
+            engine = engine_rows(client, rows, kernel.name, nonzero)
+            options, workers = self._solver_options(engine.like(), [len(p.y) for p in problems], threads)
+            divide = self._divide(engine, kernel, threads, workers, build=engine.build_partition)
+            cluster_options = divide.cluster_options(options)
+            used = set()
+            limit = None if self.time_limit is None else float(self.time_limit)
+
+            def submit(idx, problem, opts, a0, start, time_limit):
+                order = None
+                if idx is not None and np.any(np.diff(idx) < 0):
+                    order = np.argsort(np.argsort(idx, kind="stable"), kind="stable")
+                    idx = np.sort(idx)
+                return client.submit(solve_task, engine.pieces(idx), order, kernel, problem, opts, a0, start,
+                                     time_limit, pure=False)
+
+            def solve_one(problem, _token):
+                def solve_clusters(tasks, time_limit):
+                    futures = [submit(t.problem.idx, t.problem, cluster_options, t.a0, t.start, time_limit)
+                               for t in tasks]
+                    out = client.gather(futures)
+                    used.update(address for _, address in out)
+                    return [r for r, _ in out]
+
+                def solve_whole(a0, time_limit, start=None):
+                    (r, _), = client.gather([submit(problem.idx, problem, options, a0, start, time_limit)])
+                    return r
+
+                remaining = 0.0 if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)
+                return divide.solve(problem, solve_clusters=solve_clusters, solve_whole=solve_whole,
+                                    time_limit=remaining)
+
+            results = run_parallel(solve_one, problems, max(1, len(problems)))
+            self._store_solutions(rows, layout, results)
+        finally:
+            futures = list(blocks.blocks) + ([] if engine is rows else list(engine.blocks))
+            for f in futures:
+                f.release()
+        self.dc_workers_ = used
+        self.fit_time_ = time.perf_counter() - t0
+        self._warn_if_not_converged()
+        return self
 
     def _store_diagnostics(self, results):
         self.n_kernel_evals_ = np.array([r.kernel_evals for r in results], dtype=np.int64)
@@ -470,35 +573,45 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         t0 = time.perf_counter()
         threads = self._check_params()
         X, y, inputs = self._validate_fit_input(X, y)
-        self.classes_, y_enc = class_labels(y)
-        if len(self.classes_) < 2:
-            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
-        self.class_weight_ = self._class_weights(y_enc)
-        Ci = self._bounds(y_enc, sample_weight, X.shape[0])
-        pairs = _pairs(len(self.classes_))
-        self._check_pairs(Ci, y_enc, pairs)  # (LIBSVM checks nu before it removes the samples of weight <= 0)
-        if len(np.unique(y_enc[Ci > 0])) < 2:
-            raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
-                             "are sample_weight times class_weight)")
-
+        problems, layout = self._problems(y, sample_weight, X.shape[0])
         warmth = self._fit_warmth(X, y, sample_weight, search_rows)
         threads = warmth.fit_threads(threads)
-        problems = []
-        for a, b in pairs:
-            idx = np.flatnonzero((y_enc == a) | (y_enc == b))
-            problems.append(self._pair_problem(np.where(y_enc[idx] == a, 1.0, -1.0), np.ascontiguousarray(Ci[idx]),
-                                               idx))
         monitor = self._monitor(len(problems), threads, X, y, warmth)
         results = self._solve_problems(X, problems, threads, warmth, monitor)
         monitor.close()
-        self._store_model(X, y_enc, pairs, results, inputs)
-        self._check_finite_model()
-        self._probA, self._probB = np.empty(0), np.empty(0)
+        self._store_solutions(X, layout, results, inputs)
         if self.probability is True or self.probability is np.True_:
             self._probA, self._probB = self._fit_platt(X, problems, threads)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_not_converged()
         return self
+
+    def _problems(self, y, sample_weight, n):
+        """The fit's dual problems, one per pair of classes (LIBSVM's order), and the layout the
+        model is stored by: (problems, (y_enc, pairs)). Sets classes_ and class_weight_."""
+        self.classes_, y_enc = class_labels(y)
+        if len(self.classes_) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got {len(self.classes_)} class")
+        self.class_weight_ = self._class_weights(y_enc)
+        Ci = self._bounds(y_enc, sample_weight, n)
+        pairs = ovo_pairs(len(self.classes_))
+        self._check_pairs(Ci, y_enc, pairs)  # (LIBSVM checks nu before it removes the samples of weight <= 0)
+        if len(np.unique(y_enc[Ci > 0])) < 2:
+            raise ValueError("Invalid input - all samples with positive weights belong to the same class (weights "
+                             "are sample_weight times class_weight)")
+        problems = []
+        for a, b in pairs:
+            idx = np.flatnonzero((y_enc == a) | (y_enc == b))
+            problems.append(self._pair_problem(np.where(y_enc[idx] == a, 1.0, -1.0), np.ascontiguousarray(Ci[idx]),
+                                               idx))
+        return problems, (y_enc, pairs)
+
+    def _store_solutions(self, X, layout, results, inputs=None):
+        """The model from the pairs' solutions (no Platt scaling yet)."""
+        y_enc, pairs = layout
+        self._store_model(X, y_enc, pairs, results, inputs)
+        self._check_finite_model()
+        self._probA, self._probB = np.empty(0), np.empty(0)
 
     def _store_model(self, X, y_enc, pairs, results, inputs=None):
         """Keep only the support vectors, in LIBSVM's layout (grouped by class)."""
@@ -534,7 +647,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         values of the pair's (positively weighted) samples from a 5-fold cross-validation, folds drawn
         from random_state, then the sigmoid P(a | f) = 1 / (1 + exp(A f + B)) fitted to them by
         scikit-learn's Platt code (calibration._sigmoid_calibration). Returns (A, B) per pair."""
-        from sklearn.calibration import _sigmoid_calibration
+        from sklearn.calibration import _sigmoid_calibration  # (heavy: 90 ms, imported when used)
 
         rng = check_random_state(self.random_state)
         tasks, sub = [], []
@@ -618,12 +731,19 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         (a, b) on the support vectors (LIBSVM's layout: class a's vectors weigh with row b - 1 of the
         dual coefficients, class b's with row a)."""
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
-        pairs = _pairs(len(self.classes_))
+        pairs = ovo_pairs(len(self.classes_))
         W = np.zeros((len(pairs), starts[-1]))
         for k, (a, b) in enumerate(pairs):
             W[k, starts[a]:starts[a + 1]] = self._dual_coef[b - 1, starts[a]:starts[a + 1]]
             W[k, starts[b]:starts[b + 1]] = self._dual_coef[a, starts[b]:starts[b + 1]]
         return W
+
+    def _expansion(self):
+        """LIBSVM's pairs as one kernel expansion (row k: pair (a, b), positive meaning class a), with
+        Platt's sigmoids when fitted with probability=True."""
+        probA = self.__dict__.get("_probA", np.empty(0))
+        platt = (probA, self._probB) if len(probA) else None
+        return Expansion(*self._expansion_kernel(), self.support_vectors_, self._ovo_coef(), self._intercept, platt)
 
     def _ovo_decision(self, X):
         """LIBSVM's decision values of X (validated here), one column per pair (a, b), positive
@@ -637,7 +757,7 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
         starts = np.concatenate([[0], np.cumsum(self.n_support_)])
         dec = np.empty((X.shape[0], n_pairs))
         for sl, K in self._kernel_chunks(X):
-            for k, (a, b) in enumerate(_pairs(n_classes)):
+            for k, (a, b) in enumerate(ovo_pairs(n_classes)):
                 sa = slice(starts[a], starts[a + 1])
                 sb = slice(starts[b], starts[b + 1])
                 dec[sl, k] = (K[:, sa] @ self._dual_coef[b - 1, sa] + K[:, sb] @ self._dual_coef[a, sb]
@@ -968,6 +1088,17 @@ class _BaseSVR(RegressorMixin, _BaseSMO):
     def _check_params(self):
         return self._check_common_params()
 
+    def _problems(self, y, sample_weight, n):
+        """The fit's one dual problem over (a+, a-), and no layout: ([problem], None)."""
+        z = np.asarray(y, dtype=np.float64)
+        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
+        return [self._svr_problem(z, Ci)], None
+
+    def _store_solutions(self, X, layout, results, inputs=None):
+        """The model f(x) = sum_i (a+_i - a-_i) K(x_i, x) - rho of the one solution."""
+        (r,), n = results, X.shape[0]
+        self._store_expansion(X, r.alpha[:n] - r.alpha[n:], r.rho, r, inputs)
+
     @with_callbacks
     def fit(self, X, y, sample_weight=None, *, search_rows=None):
         """Fit the model on X (dense or CSR; a kernel matrix for 'precomputed') and targets y.
@@ -980,11 +1111,9 @@ class _BaseSVR(RegressorMixin, _BaseSMO):
         t0 = time.perf_counter()
         threads = self._check_params()
         X, y, inputs = self._validate_fit_input(X, y, y_numeric=True)
-        z = np.asarray(y, dtype=np.float64)
-        n = X.shape[0]
-        Ci = per_sample_bounds(float(self.C), np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
-        r = self._solve_one(X, z, sample_weight, search_rows, self._svr_problem(z, Ci), threads)
-        self._store_expansion(X, r.alpha[:n] - r.alpha[n:], r.rho, r, inputs)
+        (problem,), _ = self._problems(y, sample_weight, X.shape[0])
+        r = self._solve_one(X, np.asarray(y, dtype=np.float64), sample_weight, search_rows, problem, threads)
+        self._store_solutions(X, None, [r], inputs)
         self.fit_time_ = time.perf_counter() - t0
         self._warn_if_not_converged()
         return self

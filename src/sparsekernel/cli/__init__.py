@@ -22,8 +22,11 @@ import warnings
 import click
 from rich.table import Table
 
-from ._common import MODELS, one_line, out
+from .._version import __version__
+from ..datasets import list_datasets
+from ._common import MODELS, one_line, out, own_message
 from .compare import compare
+from .demo import demo as _demo  # the name sparsekernel.cli.demo stays the module
 from .model import fit, info, predict
 
 __all__ = ["app", "main"]
@@ -50,8 +53,6 @@ gives 1 for an inlier, -1 for an outlier)."""
 
 
 def _version():
-    from .. import __version__
-
     return __version__
 
 
@@ -81,8 +82,6 @@ def app(ctx):
 @app.command()
 def datasets():
     """List the built-in data sets (no download)."""
-    from ..datasets import list_datasets
-
     table = Table(title="built-in data sets (name:N picks another size of the synthetic ones)")
     for column in ("name", "task", "samples", "features", "classes", "description"):
         table.add_column(column, justify="right" if column in ("samples", "features", "classes") else "left")
@@ -92,17 +91,7 @@ def datasets():
     out.print(table)
 
 
-@app.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-             add_help_option=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def demo(args):
-    """The demo tables (SVC, S-KLR, grid search, NSSVC, SLMC against scikit-learn); options as
-    sparsekernel-demo (--C, --n-synthetic, --n-nssvm; --help)."""
-    from .demo import main as demo_main
-
-    return demo_main(list(args))
-
-
+app.add_command(_demo)
 app.add_command(fit)
 app.add_command(predict)
 app.add_command(info)
@@ -120,6 +109,15 @@ def _message(exc):
     if isinstance(exc, (ValueError, OSError, TypeError, MemoryError)):
         return str(exc) or type(exc).__name__
     return f"internal error ({type(exc).__name__}: {exc})"
+
+
+def _error_line(exc):
+    """The message of ``exc`` as one line: sparsekernel's own whole (its lists of valid choices, the
+    reason of a parse error; cut only after 1000 characters), another library's with its data
+    literals elided, at most 300 characters."""
+    if own_message(exc):
+        return one_line(_message(exc), limit=1000, elide=False)
+    return one_line(_message(exc))
 
 
 def _print_warnings(caught):
@@ -149,6 +147,12 @@ def quiet_broken_pipe(run):
         return 141
 
 
+def demo_main(argv=None):
+    """sparsekernel-demo: ``sparsekernel demo`` (its errors one line on stderr, ending quietly with
+    status 141 when the reader of the output goes away)."""
+    return main(["demo", *(sys.argv[1:] if argv is None else argv)])
+
+
 def main(argv=None):
     """Run the command line (``argv`` defaults to ``sys.argv[1:]``) and return the exit status."""
     return quiet_broken_pipe(lambda: _main(argv))
@@ -171,7 +175,7 @@ def _main(argv):
         except Exception as exc:  # one line, never a traceback (unless asked for)
             if debug:
                 raise
-            click.echo(f"sparsekernel: error: {one_line(_message(exc))}", err=True)
+            click.echo(f"sparsekernel: error: {_error_line(exc)}", err=True)
             return exc.exit_code if isinstance(exc, click.ClickException) else 1
     _print_warnings(caught)
     return status if isinstance(status, int) else 0

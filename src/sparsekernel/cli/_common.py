@@ -7,46 +7,36 @@ import os
 import re
 import sys
 import time
+import traceback
 
 import click
 import numpy as np
 import scipy.sparse as sp
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from ..datasets import load_data
-from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
-from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
-from ..nssvm import NSSVC
-from ..slmc import SLMC, SparseKFD
-from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+from .._registry import cli_models
+from ..datasets import _BUILTIN, load_data
 
 # results (tables, summaries) on stdout, progress on stderr; piped output is not cut at 80 columns
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False)
 
-# command-line name -> (estimator class, one-line description)
-MODELS = {
-    "svc": (SVC, "C-support vector classifier (one-vs-one)"),
-    "nusvc": (NuSVC, "nu-support vector classifier: nu bounds the fraction of margin errors"),
-    "svr": (SVR, "epsilon-support vector regression"),
-    "nusvr": (NuSVR, "nu-support vector regression: nu sets the tube's width"),
-    "ocsvm": (OneClassSVM, "one-class SVM: outlier / novelty detection (labels not used)"),
-    "klr": (KernelLogisticRegression, "kernel logistic regression (probabilities from the fit)"),
-    "sklr": (SparseKernelLogisticRegression, "sparse kernel logistic regression"),
-    "klr-cv": (KernelLogisticRegressionCV, "kernel logistic regression, C by cross-validated log-loss"),
-    "sklr-cv": (SparseKernelLogisticRegressionCV, "sparse KLR within a size budget (max_kept), C by CV"),
-    "nssvc": (NSSVC, "Newton sparse SVM: at most s support vectors"),
-    "slmc": (SLMC, "sparse large margin classifier: learned expansion vectors"),
-    "skfd": (SparseKFD, "sparse kernel Fisher discriminant: learned expansion vectors"),
-}
+# command-line name -> (estimator class, one-line description): the registry's
+MODELS = cli_models()
 
 
 # ---------------------------------------------------------------------- messages
-def one_line(text, limit=300):
-    """A message as one line: white space collapsed, long data literals (a set of 214 labels, an
-    array) cut to "{...}", at most ``limit`` characters."""
-    text = _elide_long_brackets(" ".join(str(text).split()))
+def one_line(text, limit=300, elide=True):
+    """A message as one line: white space collapsed, at most ``limit`` characters; with ``elide``
+    (for another library's message: scikit-learn's, numpy's) long data literals (a set of 214
+    labels, an array) cut to "{...}". sparsekernel's own messages are not elided: their bracketed
+    parts are lists of valid choices or the reason of an error (see :func:`own_message`)."""
+    text = " ".join(str(text).split())
+    if elide:
+        text = _elide_long_brackets(text)
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 
@@ -66,6 +56,19 @@ def _elide_long_brackets(text, longest=60):
     for start, end in reversed(long):
         text = text[:start + 1] + "..." + text[end:]
     return text
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def own_message(exc):
+    """Whether sparsekernel composed the message of ``exc``: a CliError or click usage error, or an
+    error raised in the package's own code (the data loader's, the model file reader's), rather than
+    in a library beneath it, whose messages may print whole arrays."""
+    if isinstance(exc, click.ClickException):
+        return True
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and os.path.abspath(frames[-1].filename).startswith(_PACKAGE_DIR + os.sep)
 
 
 class CliError(click.ClickException):
@@ -192,21 +195,44 @@ def build_model(name, params, seed, *, strict=True, cls=None, defaults=None):
     return cls(**chosen)
 
 
+# --scale: sparse data up to this many entries (80 MB as float64) is made dense to be centred
+DENSE_LIMIT = 10_000_000
+SCALE_RULE = (f"sparse (svmlight) data alike, made dense to be centred unless it has more than {DENSE_LIMIT:,} "
+              "entries (then only scaled)")
+
+
+def for_scaling(X, scale, where=""):
+    """(X, how): X as --scale fits on it, and the scaling in words (``where`` follows the verb).
+    One rule for every file format, so that a CSV file and an svmlight copy of it give the same
+    model: the features are standardised (centred, unit variance), sparse X made dense for it, unless
+    it has more than DENSE_LIMIT entries: then it stays sparse and is only scaled (see SCALE_RULE)."""
+    if not scale:
+        return X, "as given (--no-scale)"
+    if not sp.issparse(X):
+        return X, f"standardised{where} (StandardScaler: centred, unit variance)"
+    if X.shape[0] * X.shape[1] <= DENSE_LIMIT:
+        return X.toarray(), f"standardised{where} (StandardScaler: centred, unit variance; the sparse data made dense)"
+    return X, (f"scaled to unit variance{where}, not centred (StandardScaler(with_mean=False): sparse data of more "
+               f"than {DENSE_LIMIT:,} entries stays sparse)")
+
+
+def on_dense_blocks(method, X):
+    """``method(X)`` for sparse X made dense a block of rows at a time (DENSE_LIMIT entries), not all
+    at once: a model that centres the features cannot take sparse X."""
+    rows = max(1, DENSE_LIMIT // max(1, X.shape[1]))
+    return np.concatenate([method(X[i:i + rows].toarray()) for i in range(0, X.shape[0], rows)])
+
+
 def scaled(model, X, scale):
     """``model``, or with ``scale`` a Pipeline that standardises the features first (StandardScaler;
-    without centring for sparse X, which centring would make dense)."""
+    without centring for sparse X: prepare X with :func:`for_scaling`)."""
     if not scale:
         return model
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     return make_pipeline(StandardScaler(with_mean=not sp.issparse(X)), model)
 
 
 def final_step(model):
     """The estimator of a model: itself, or a Pipeline's last step."""
-    from sklearn.pipeline import Pipeline
-
     return model.steps[-1][1] if isinstance(model, Pipeline) else model
 
 
@@ -255,8 +281,6 @@ def data_task(spec, y, name, task=None):
 
 def _builtin_task(spec):
     """The task of a built-in data set name ('name' or 'name:n_samples'), or None."""
-    from ..datasets import _BUILTIN  # name -> (task, ...)
-
     entry = _BUILTIN.get(str(spec).partition(":")[0])
     return None if entry is None else entry[0]
 

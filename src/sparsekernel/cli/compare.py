@@ -13,19 +13,17 @@ from typing import NamedTuple
 
 import click
 import numpy as np
+import scipy.sparse as sp
 from rich.table import Table
 from sklearn.metrics import log_loss, mean_squared_error, r2_score
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.svm import SVC as SklearnSVC, SVR as SklearnSVR
 
-from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
-from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
 from ..metrics import expected_calibration_error
-from ..nssvm import NSSVC
-from ..slmc import SLMC, SparseKFD
-from ..svm import SVC, SVR, NuSVC, NuSVR
-from ._common import (CliError, build_model, data_task, final_step, flag_of, model_options, n_expansion_vectors,
-                      one_line, out, progress, read_data, scale_option, scaled, split_model_params, task_option)
+from ..plotting import plot_frontier as draw
+from ._common import (MODELS, SCALE_RULE, CliError, build_model, data_task, final_step, flag_of, for_scaling, model_options,
+                      n_expansion_vectors, one_line, out, progress, read_data, scale_option, scaled, split_model_params,
+                      task_option)
 from .model import split
 
 
@@ -39,23 +37,29 @@ class Entry(NamedTuple):
     params: dict = {}  # parameters of its own; the options given override them
 
 
-# compare's models, one entry each: a new model is one more line
+def _ours(name):
+    """The class of the library's estimator the command line names ``name`` (the registry's)."""
+    return MODELS[name][0]
+
+
+# compare's models, one entry each: which are compared by default and with what parameters of
+# their own (the library's classes from the registry, scikit-learn's for reference)
 COMPARE_MODELS = {
-    "svc": Entry("classification", SVC, True, "C-support vector classifier"),
-    "nusvc": Entry("classification", NuSVC, False, "nu-support vector classifier (--nu)"),
-    "klr-cv": Entry("classification", KernelLogisticRegressionCV, True,
+    "svc": Entry("classification", _ours("svc"), True, "C-support vector classifier"),
+    "nusvc": Entry("classification", _ours("nusvc"), False, "nu-support vector classifier (--nu)"),
+    "klr-cv": Entry("classification", _ours("klr-cv"), True,
                     "kernel logistic regression, C by cross-validated log-loss"),
-    "sklr-cv": Entry("classification", SparseKernelLogisticRegressionCV, True,
+    "sklr-cv": Entry("classification", _ours("sklr-cv"), True,
                      "sparse kernel logistic regression, the smallest model within 5 % of the best log-loss"),
-    "klr": Entry("classification", KernelLogisticRegression, False, "kernel logistic regression (one C)"),
-    "sklr": Entry("classification", SparseKernelLogisticRegression, False, "sparse kernel logistic regression (one C)"),
+    "klr": Entry("classification", _ours("klr"), False, "kernel logistic regression (one C)"),
+    "sklr": Entry("classification", _ours("sklr"), False, "sparse kernel logistic regression (one C)"),
     # the others' kernel (rbf unless --kernel), not NSSVC's linear default
-    "nssvc": Entry("classification", NSSVC, True, "Newton sparse SVM", {"kernel": "rbf"}),
-    "slmc": Entry("classification", SLMC, True, "sparse large margin classifier"),
-    "skfd": Entry("classification", SparseKFD, False, "sparse kernel Fisher discriminant"),
+    "nssvc": Entry("classification", _ours("nssvc"), True, "Newton sparse SVM", {"kernel": "rbf"}),
+    "slmc": Entry("classification", _ours("slmc"), True, "sparse large margin classifier"),
+    "skfd": Entry("classification", _ours("skfd"), False, "sparse kernel Fisher discriminant"),
     "sklearn-svc": Entry("classification", SklearnSVC, False, "scikit-learn's SVC (libsvm), for reference"),
-    "svr": Entry("regression", SVR, True, "epsilon-support vector regression"),
-    "nusvr": Entry("regression", NuSVR, False, "nu-support vector regression (--nu)"),
+    "svr": Entry("regression", _ours("svr"), True, "epsilon-support vector regression"),
+    "nusvr": Entry("regression", _ours("nusvr"), False, "nu-support vector regression (--nu)"),
     "sklearn-svr": Entry("regression", SklearnSVR, True, "scikit-learn's SVR (libsvm), for reference"),
 }
 
@@ -157,8 +161,6 @@ def _matplotlib_figure():
 def plot_frontier(results, path, title, score="accuracy"):
     """The score against the number of expansion vectors, one labelled point per model (the
     library's plotting.plot_frontier)."""
-    from ..plotting import plot_frontier as draw
-
     fig = _matplotlib_figure()
     label = {"r2": "R^2"}.get(score, score)
     records = [{"model": name, "expansion vectors (kernel evaluations per prediction)": max(r["n_expansion"], 1),
@@ -203,8 +205,8 @@ def _models_help():
 @click.option("--test-size", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.25,
               show_default=True, help="Held-out fraction of DATA (without --test or --cv).")
 @click.option("--models", help=_models_help())
-@scale_option(True, "Standardise the features (a StandardScaler fitted on each training part, not centring "
-                    "sparse data) before every model.")
+@scale_option(True, f"Standardise the features (a StandardScaler fitted on each training part) before every model, "
+                    f"{SCALE_RULE}.")
 @task_option
 @click.option("--plot", type=click.Path(dir_okay=False), help="Draw the score against model size to this image.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the results to this CSV file.")
@@ -234,16 +236,19 @@ def compare(data, test_data, cv, test_size, models, scale, task, plot, output, l
     unused = [p for p in params if not any(p in COMPARE_MODELS[n].cls().get_params() for n in names)]
     if unused:
         raise CliError(f"{', '.join(map(flag_of, unused))} applies to none of the models {', '.join(names)}")
+    X, features = for_scaling(X, scale)
     test = None
     if test_data is not None:
         Xte, yte, _ = read_data(test_data, label_column, n_features=X.shape[1])
+        if sp.issparse(Xte) and not sp.issparse(X):
+            Xte = Xte.toarray()  # the models are fitted on dense data (centred when scaled)
         test = (Xte, yte)
     classification = task == "classification"
     splits = _splits(X, y, test, cv, test_size, seed, classification)
     how = f"{cv}-fold CV" if cv else f"{splits[0][0].shape[0]} train / {splits[0][2].shape[0]} test"
     labels = f"{len(np.unique(y))} classes" if classification else "regression"
     title = f"{name}: {how}, {X.shape[1]} features, {labels}"
-    caption = "features standardised (--no-scale: as given)" if scale else "features as given (--no-scale)"
+    caption = f"features {features}"
     results = {}
     main = _COLUMNS[task][0]
     for model_name in names:

@@ -12,16 +12,14 @@ the SVM's support vectors) next to the full SVC; printed as tables.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
+import click
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 from sklearn.metrics import log_loss
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from sklearn.preprocessing import StandardScaler
-from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC as SklearnSVC, LinearSVC
 
 from ..datasets import make_nssvm_gaussians
@@ -34,6 +32,8 @@ from ..svm import SVC
 
 
 def _datasets(n_synthetic):
+    from sklearn.datasets import load_breast_cancer, load_digits, make_classification  # (heavy: as above)
+
     X, y = load_breast_cancer(return_X_y=True)
     yield "breast_cancer", StandardScaler().fit_transform(X), y
     X, y = load_digits(return_X_y=True)
@@ -50,43 +50,43 @@ def _fit(model, Xtr, ytr, Xte, yte):
     return fit, 100.0 * np.mean(model.predict(Xte) == yte), len(model.support_)
 
 
-def main(argv=None):
-    """sparsekernel-demo: print the tables (ending quietly, status 141, when the reader of the output
-    goes away, as ``sparsekernel`` does)."""
-    from . import quiet_broken_pipe
+@click.command()
+@click.option("--C", "C", type=click.FloatRange(0.0, min_open=True), default=1.0, show_default=True,
+              help="C of the SVC, S-KLR and SLMC tables' models (the grid search and NSSVC tables have their own).")
+@click.option("--n-synthetic", type=click.IntRange(100), default=20000, show_default=True,
+              help="Samples of the synthetic data set in the SVC and S-KLR tables (the grid search takes at most "
+                   "4000 of them; the SLMC table, 4000).")
+@click.option("--n-nssvm", type=click.IntRange(100), default=1_000_000, show_default=True,
+              help="Training samples (and as many test samples) of the NSSVC table, the NSSVM paper's Example 4.1.")
+def demo(C, n_synthetic, n_nssvm):
+    """Print the demo tables: sparsekernel's SVC, sparse KLR, grid search, NSSVC and SLMC next to
+    scikit-learn's (a few minutes at the default sizes)."""
+    return _tables(C, n_synthetic, n_nssvm)
 
-    return quiet_broken_pipe(lambda: _tables(argv))
 
-
-def _tables(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--C", type=float, default=1.0)
-    parser.add_argument("--n-synthetic", type=int, default=20000)
-    parser.add_argument("--n-nssvm", type=int, default=1_000_000)
-    args = parser.parse_args(argv)
+def _tables(C, n_synthetic, n_nssvm):
     header = (f"{'data set':<22}{'n':>7}{'sk fit s':>10}{'sklearn s':>11}{'ratio':>7}"
               f"{'sk acc%':>9}{'skl acc%':>9}{'sk nSV':>8}{'skl nSV':>8}")
-    print(f"sparsekernel.SVC vs sklearn.svm.SVC (rbf, C={args.C}, gamma='scale', tol=1e-3)")
+    print(f"sparsekernel.SVC vs sklearn.svm.SVC (rbf, C={C}, gamma='scale', tol=1e-3)")
     print(header)
     print("-" * len(header))
-    for name, X, y in _datasets(args.n_synthetic):
+    for name, X, y in _datasets(n_synthetic):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
-        t_sk, acc_sk, nsv_sk = _fit(SVC(C=args.C), Xtr, ytr, Xte, yte)
-        t_skl, acc_skl, nsv_skl = _fit(SklearnSVC(C=args.C), Xtr, ytr, Xte, yte)
+        t_sk, acc_sk, nsv_sk = _fit(SVC(C=C), Xtr, ytr, Xte, yte)
+        t_skl, acc_skl, nsv_skl = _fit(SklearnSVC(C=C), Xtr, ytr, Xte, yte)
         print(f"{name:<22}{len(ytr):>7}{t_sk:>10.3f}{t_skl:>11.3f}{t_sk / t_skl:>7.2f}"
               f"{acc_sk:>9.2f}{acc_skl:>9.2f}{nsv_sk:>8}{nsv_skl:>8}")
     print()
     print(f"sparsekernel.SparseKernelLogisticRegression (lam='auto') vs sklearn.svm.SVC(probability=True) "
-          f"(rbf, C={args.C}, gamma='scale')")
+          f"(rbf, C={C}, gamma='scale')")
     header = (f"{'data set':<22}{'n':>7}{'sk fit s':>10}{'sklearn s':>11}{'ratio':>7}"
               f"{'sk logloss':>11}{'skl logloss':>12}{'sk kept':>8}{'skl pred!=argmax':>17}")
     print(header)
     print("-" * len(header))
-    for name, X, y in _datasets(args.n_synthetic):
+    for name, X, y in _datasets(n_synthetic):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
         row = []
-        for model in (SparseKernelLogisticRegression(C=args.C), SklearnSVC(C=args.C, probability=True,
-                                                                           random_state=0)):
+        for model in (SparseKernelLogisticRegression(C=C), SklearnSVC(C=C, probability=True, random_state=0)):
             t0 = time.perf_counter()
             with warnings.catch_warnings():  # scikit-learn 1.9 deprecates probability=True
                 warnings.simplefilter("ignore", FutureWarning)
@@ -102,11 +102,11 @@ def _tables(argv):
     print("(our predict is the argmax of our predict_proba by construction. C weighs the logistic loss, not the\n"
           " hinge loss, so the same C regularises the two models differently: compare at a tuned C, e.g. --C 10.)")
     print()
-    _grid_search_table(args.n_synthetic)
+    _grid_search_table(n_synthetic)
     print()
-    _nssvm_table(args.n_nssvm)
+    _nssvm_table(n_nssvm)
     print()
-    _slmc_table(args.C)
+    _slmc_table(C)
     return 0
 
 
@@ -151,6 +151,8 @@ def _slmc_table(C, n_batch=20000):
 def _nssvm_table(m):
     """NSSVC (defaults: Algorithm 2, s(1), C = 0.25, c = C / 100) on Example 4.1 of the NSSVM paper,
     m training and m test samples, against scikit-learn's linear classifiers."""
+    from sklearn.linear_model import LogisticRegression  # (heavy: imported when the demo runs)
+
     X, y = make_nssvm_gaussians(2 * m, random_state=0)
     Xtr, ytr, Xte, yte = X[:m], y[:m], X[m:], y[m:]
     print(f"sparse linear SVM, NSSVM Example 4.1 (2-D Gaussians, Bayes accuracy 96.93%), {m} train / {m} test")
@@ -194,6 +196,3 @@ def _grid_search_table(n_synthetic):
         print(f"{name:<22}{len(ytr):>7}{t_sk:>9.2f}{t_skl:>11.2f}{t_sk / t_skl:>7.2f}{s_sk:>9.4f}{s_skl:>10.4f}"
               f"  {'yes' if p_sk == p_skl else 'no'}")
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -10,16 +10,20 @@ import click
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import is_classifier, is_outlier_detector
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from .._base import fitted_expansion
 from ..io import load_model, read_header, save_model
-from ._common import (CliError, build_model, data_task, describe_data, final_step, model_options, n_expansion_vectors,
-                      progress, read_data, scale_option, scaled, split_model_params, task_option)
+from ._common import (SCALE_RULE, CliError, build_model, data_task, describe_data, final_step, for_scaling,
+                      model_options, n_expansion_vectors, on_dense_blocks, progress, read_data, scale_option, scaled,
+                      split_model_params, task_option)
 
 _LABEL_HELP = "CSV: the label column, by header name or index (default: the last column)."
-_SCALE_HELP = ("Standardise the features inside the saved model (a StandardScaler fitted on the training data, "
-               "not centring sparse data), so that predict applies it too. On by default, as kernel machines "
-               "need features on comparable scales; --no-scale for features already scaled.")
+_SCALE_HELP = ("Standardise the features inside the saved model (a StandardScaler fitted on the training data), "
+               f"{SCALE_RULE}, so that predict applies it too. On by default, as kernel machines need features on "
+               "comparable scales; --no-scale for features already scaled.")
+_FORCE_HELP = "Replace the output file if it exists (else an error)."
 
 
 def split(X, y, test_size, seed, classifier):
@@ -31,6 +35,18 @@ def split(X, y, test_size, seed, classifier):
         stratify = y if counts.min() >= 2 else None
     arrays = (X,) if y is None else (X, y)
     return train_test_split(*arrays, test_size=test_size, random_state=seed, stratify=stratify)
+
+
+def check_output(path, force, what):
+    """A CliError, before any work, unless ``path`` (-o, the ``what`` to write) can be written: not a
+    directory, in an existing directory, not an existing file unless ``force``."""
+    if os.path.isdir(path) or path.endswith(("/", os.sep)):
+        raise CliError(f"{path} is a directory: -o names the {what}")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CliError(f"cannot write {path}: no directory {parent}")
+    if os.path.exists(path) and not force:
+        raise CliError(f"{path} exists: give --force to replace it, or -o another file")
 
 
 def _size(path):
@@ -47,10 +63,10 @@ def _print_key_values(rows):
 
 def _kernel_text(model):
     model = final_step(model)
-    model = getattr(model, "estimator_", model)  # a cross-validated model: the one it chose
     kernel = model.kernel
     if kernel in ("rbf", "poly", "sigmoid", "laplacian"):
-        return f"{kernel}, gamma {model._gamma:.6g}" + ("" if isinstance(model.gamma, float) else f" ({model.gamma})")
+        gamma = fitted_expansion(model).gamma  # (a cross-validated model: the one it chose)
+        return f"{kernel}, gamma {gamma:.6g}" + ("" if isinstance(model.gamma, float) else f" ({model.gamma})")
     return kernel
 
 
@@ -75,8 +91,6 @@ def _outlier_rows(model, X, y, labelled, part):
     rows = [(f"{part} outliers", f"{100.0 * flagged.mean():.1f} % of the {len(flagged)} {part} rows (predict = -1)")]
     if not labelled:
         return rows
-    from sklearn.metrics import roc_auc_score
-
     classes, counts = np.unique(y, return_counts=True)
     inlier = classes[np.argmax(counts)]
     is_inlier = y == inlier
@@ -94,7 +108,7 @@ def _outlier_rows(model, X, y, labelled, part):
 @click.argument("model_name", metavar="MODEL")
 @click.argument("data")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="The model file to write [default: MODEL.skm].")
-@click.option("-f", "--force", is_flag=True, help="Replace the model file if it exists (else an error).")
+@click.option("-f", "--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--label-column", help=_LABEL_HELP)
 @click.option("--test-size", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0, show_default=True,
               help="Hold out this fraction of DATA and report the score on it.")
@@ -104,10 +118,11 @@ def _outlier_rows(model, X, y, labelled, part):
 def fit(model_name, data, output, force, label_column, test_size, scale, task, **options):
     """Fit MODEL (svc, nusvc, svr, nusvr, ocsvm, klr, sklr, klr-cv, sklr-cv, nssvc, slmc, skfd) on DATA and save it
     to a .skm file (never over an existing file without --force). The features are standardised
-    inside the model unless --no-scale. A classifier refuses regression data and a regressor (svr,
-    nusvr) classification data. ocsvm (outlier detection) fits on the rows alone, labels or not; it
-    reports the fraction of rows flagged as outliers and, when DATA has class labels, the AUC of
-    its scores for telling the majority class (the inliers) from the others."""
+    inside the model unless --no-scale, CSV and svmlight data alike. A classifier refuses regression
+    data and a regressor (svr, nusvr) classification data. ocsvm (outlier detection) fits on the
+    rows alone, labels or not; it reports the fraction of rows flagged as outliers and, when DATA
+    has class labels, the AUC of its scores for telling the majority class (the inliers) from the
+    others."""
     params, seed = split_model_params(options)
     estimator = build_model(model_name, params, seed)
     detector = is_outlier_detector(estimator)
@@ -119,13 +134,8 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
     else:
         _check_task(model_name, classifier, data, y, name, task)
     output = output or f"{model_name}.skm"
-    if os.path.isdir(output) or output.endswith(("/", os.sep)):
-        raise CliError(f"{output} is a directory: -o names the model file")
-    parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent):
-        raise CliError(f"cannot write {output}: no directory {parent}")
-    if os.path.exists(output) and not force:  # before the fit
-        raise CliError(f"{output} exists: give --force to replace it, or -o another file")
+    check_output(output, force, "model file")
+    X, features = for_scaling(X, scale, " inside the model")
     model = scaled(estimator, X, scale)
     Xtr, ytr, Xte, yte = X, y, None, None
     if test_size > 0:
@@ -138,9 +148,6 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
         seconds = elapsed()
     save_model(model, output)
     n_xv = n_expansion_vectors(estimator)
-    features = "as given (--no-scale)"
-    if scale:
-        features = f"standardised inside the model (StandardScaler{', not centred: sparse data' * sp.issparse(X)})"
     rows = [("model", f"{model_name} ({type(estimator).__name__}), kernel {_kernel_text(estimator)}"),
             ("features", features),
             ("data", describe_data(X, y if classifier or labelled else None, name)),
@@ -166,22 +173,24 @@ def fit(model_name, data, output, force, label_column, test_size, scale, task, *
 @click.argument("data")
 @click.option("--proba", is_flag=True, help="Class probabilities (a header row of class names) instead of labels.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="CSV file to write [default: stdout].")
+@click.option("-f", "--force", is_flag=True, help=_FORCE_HELP)
 @click.option("--label-column", help=_LABEL_HELP + " A CSV with exactly the model's number of features "
                                                    "has no label column.")
-def predict(model_file, data, proba, output, label_column):
+def predict(model_file, data, proba, output, force, label_column):
     """Predict DATA with a saved model: one label per line (an outlier detector's: 1 for an inlier,
-    -1 for an outlier), or probabilities with --proba."""
+    -1 for an outlier), or probabilities with --proba; -o writes them to a file (never over an
+    existing file without --force)."""
+    if output is not None:
+        check_output(output, force, "output file")
     model = load_model(model_file)
     if proba and not hasattr(model, "predict_proba"):
         raise CliError(f"{type(final_step(model)).__name__} models have no probabilities (klr and sklr have; "
                        "svc and nusvc only when fitted with -p probability=true)")
     X, y, name = read_data(data, label_column, n_features=model.n_features_in_, need_labels=False)
-    if sp.issparse(X) and _centres(model):
-        X = X.toarray()  # a model fitted on dense data centres the features: sparse input made dense
     if proba:
-        rows = [[str(c) for c in model.classes_.tolist()]] + model.predict_proba(X).tolist()
+        rows = [[str(c) for c in model.classes_.tolist()]] + _apply(model.predict_proba, model, X).tolist()
     else:
-        labels = model.predict(X)
+        labels = _apply(model.predict, model, X)
         rows = [[v] for v in labels.tolist()]
         if y is not None and is_classifier(model):
             click.echo(f"accuracy {np.mean(labels == y):.4f} on the {len(y)} labelled samples of {name}", err=True)
@@ -192,6 +201,12 @@ def predict(model_file, data, proba, output, label_column):
         return
     with open(output, "w", newline="", encoding="utf-8") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
+
+
+def _apply(method, model, X):
+    """``method(X)`` of ``model``; sparse X made dense (in blocks of rows) for a model that centres
+    the features, as one fitted on dense data does."""
+    return on_dense_blocks(method, X) if sp.issparse(X) and _centres(model) else method(X)
 
 
 def _centres(model):
@@ -228,6 +243,7 @@ def _features_text(header):
     pre = header.get("pipeline", {}).get("preprocessing", [])
     if not pre:
         return "as given (no scaling in the model)"
-    centred = all(step["params"].get("with_mean", True) for step in pre)
-    return "standardised inside the model (StandardScaler" + ("" if centred else ", not centred") + \
-        f"; pipeline steps {', '.join(header['pipeline']['steps'])})"
+    steps = f"pipeline steps {', '.join(header['pipeline']['steps'])}"
+    if all(step["params"].get("with_mean", True) for step in pre):
+        return f"standardised inside the model (StandardScaler: centred, unit variance; {steps})"
+    return f"scaled to unit variance inside the model, not centred (StandardScaler(with_mean=False); {steps})"

@@ -1,8 +1,9 @@
 """Dask integration of sparsekernel: fitting NSSVC and DC-SVM where the data lives, predicting on dask arrays.
 
 Everything here needs the ``dask`` extra (``pip install "sparsekernel[dask]"``: dask[array] and
-distributed); ``import sparsekernel`` never imports dask, and this subpackage is the only place that
-does.
+distributed); ``import sparsekernel`` never imports dask: the fits and predictions that receive a
+dask array import it when they do (``sparsekernel._dask_rows``, ``sparsekernel._dask_predict``).
+This subpackage is the public face of that work: thin calls of the estimators' own methods.
 
 - ``NSSVC().fit(X, y)`` with X a dask array (rows in chunks, dense or CSR) fits NSSVC (linear, or
   a kernel whose columns of the working set each block keeps) on the workers that hold the blocks (:class:`DaskBlocks`): one round trip per Newton iteration, the
@@ -38,9 +39,82 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(f"sparsekernel.dask needs dask[array] (the 'dask' extra): {EXTRA_HINT}") from exc
 
-from ._data import nssvm_gaussians
-from ._dc import fit_dc
-from ._nssvc import DaskBlocks, fit_nssvc
-from ._predict import decision_function, predict, predict_log_proba, predict_proba, score
+import contextlib
 
-__all__ = ["fit_nssvc", "fit_dc", "DaskBlocks", "nssvm_gaussians", "predict", "decision_function", "predict_proba", "predict_log_proba", "score"]
+from .._base import is_dask_array
+from .._dask_predict import decision_function, predict, predict_log_proba, predict_proba, score
+from .._dask_rows import DaskBlocks
+from ._data import nssvm_gaussians
+
+
+def _on(client):
+    """The context a fit runs in: ``client`` made the current one (None: the current one as is)."""
+    return contextlib.nullcontext() if client is None else client.as_current()
+
+
+def fit_dc(estimator, X, y, sample_weight=None, client=None):
+    """Fit SVC or SVR with solver='dc' on a dask array X where its row blocks live: what
+    ``estimator.fit(X, y, sample_weight)`` does for a dask X (see ``SVC.fit``), on ``client``.
+
+    The model equals the in-memory ``solver='dc'`` fit on X.compute(): the same cluster tree, the
+    same problems solved from the same starts, on the same rows in the same order. gamma='scale' is
+    a blocked reduction, equal to the in-memory X.var() up to the order of its sums (a numeric
+    gamma gives the in-memory model bit for bit).
+
+    Parameters
+    ----------
+    estimator : SVC or SVR
+        With solver='dc' (kernel neither 'precomputed' nor callable); fitted in place and returned.
+    X : dask.array.Array of shape (n_samples, n_features)
+        Training rows in row chunks (dense or scipy.sparse CSR chunks; column chunks are merged).
+    y : dask.array.Array or array-like of shape (n_samples,)
+        Labels (SVC) or targets (SVR), brought into the client (O(n)).
+    sample_weight : dask.array.Array or array-like of shape (n_samples,), default=None
+    client : distributed.Client or None, default=None
+        None: the current default client (a ValueError if there is none).
+
+    Returns
+    -------
+    estimator
+        Fitted, with ``dc_workers_``: the addresses of the workers that solved the clusters of the
+        levels (the whole problem's solve, last, is on one worker as well).
+    """
+    if getattr(estimator, "solver", None) != "dc":
+        raise ValueError(f"fit_dc fits solver='dc' only, got solver={getattr(estimator, 'solver', None)!r}")
+    if not is_dask_array(X):
+        raise TypeError(f"X must be a dask array, got {type(X).__name__}")
+    with _on(client):
+        return estimator.fit(X, y, sample_weight=sample_weight)
+
+
+def fit_nssvc(model, X, y, client=None):
+    """Fit NSSVC on a dask array where its blocks live: what ``model.fit(X, y)`` does for a dask X
+    (see ``NSSVC.fit``), on ``client``. The iterates are those of the in-memory fit bit for bit
+    (gamma='scale' as a blocked reduction: up to the order of its sums).
+
+    Parameters
+    ----------
+    model : NSSVC
+        The estimator (any kernel but 'precomputed'); it is fitted in place and returned.
+    X : dask.array.Array of shape (m, n)
+        Training rows in row chunks (dense or CSR chunks; column chunks are merged).
+    y : dask.array.Array or array-like of shape (m,)
+        The labels (gathered in the client: one byte per sample as class codes).
+    client : distributed.Client or None, default=None
+        The client to run on (None: the current default client; a ValueError if there is none).
+
+    Returns
+    -------
+    model : NSSVC
+        The fitted model, with ``round_trips_`` (the passes that waited for the workers) and
+        ``round_trip_seconds_`` (the time the client waited in them; the rest of ``fit_time_`` is
+        the setup: validation, class codes, blocks, and the Newton steps).
+    """
+    if not is_dask_array(X):
+        raise TypeError(f"X must be a dask array, got {type(X).__name__}")
+    with _on(client):
+        return model.fit(X, y)
+
+
+__all__ = ["fit_nssvc", "fit_dc", "DaskBlocks", "nssvm_gaussians", "predict", "decision_function", "predict_proba",
+           "predict_log_proba", "score"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..datasets import nssvm_gaussians_block
+
 
 def _block_part(m, k, random_state, flip, chunk_rows, dtype, part):
-    from ..datasets import nssvm_gaussians_block
-
     X, y = nssvm_gaussians_block(m, k, random_state, flip, block_size=chunk_rows, dtype=dtype)
     return X if part == 0 else y.astype(np.int8)
 

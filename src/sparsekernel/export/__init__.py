@@ -22,21 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-EXTRA_HINT = 'pip install "sparsekernel[export]"'
-
-
-def require(*modules):
-    """Import ``modules`` (top-level names) or raise one ImportError naming the ``export`` extra."""
-    import importlib
-
-    missing = []
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise ImportError(f"sparsekernel.export needs {', '.join(missing)} (the 'export' extra): {EXTRA_HINT}")
+from ._extra import EXTRA_HINT, require  # noqa: F401  (EXTRA_HINT: the extra, named for users)
+from . import skops  # (imports skops itself only when called)
 
 
 def to_onnx(model, X, dtype=np.float64, **kwargs):
@@ -56,9 +43,7 @@ def to_onnx(model, X, dtype=np.float64, **kwargs):
     -------
     onnx.ModelProto
     """
-    from .onnx import to_onnx as _to_onnx
-
-    return _to_onnx(model, X, dtype=dtype, **kwargs)
+    return _onnx_module().to_onnx(model, X, dtype=dtype, **kwargs)
 
 
 def register_converters():
@@ -72,9 +57,7 @@ def register_converters():
     ImportError
         Without skl2onnx (the ``export`` extra).
     """
-    from .onnx import register_converters as _register
-
-    return _register()
+    return _onnx_module().register_converters()
 
 
 def trusted_types():
@@ -82,9 +65,7 @@ def trusted_types():
 
     See :func:`sparsekernel.export.skops.trusted_types`.
     """
-    from .skops import trusted_types as _trusted
-
-    return _trusted()
+    return skops.trusted_types()
 
 
 def save_skops(model, file):
@@ -95,9 +76,7 @@ def save_skops(model, file):
     model : fitted sparsekernel estimator (or a pipeline holding one)
     file : str or path-like
     """
-    from .skops import save_skops as _save
-
-    return _save(model, file)
+    return skops.save_skops(model, file)
 
 
 def load_skops(file, trusted=None):
@@ -113,22 +92,22 @@ def load_skops(file, trusted=None):
     -------
     The estimator.
     """
-    from .skops import load_skops as _load
-
-    return _load(file, trusted=trusted)
+    return skops.load_skops(file, trusted=trusted)
 
 
-def _register_if_installed():
-    """The converters registered on import when skl2onnx and onnx are there (skops alone is enough
-    for the rest of this package)."""
-    try:
-        import onnx  # noqa: F401
-        import skl2onnx  # noqa: F401
-    except ImportError:
-        return
-    register_converters()
+def _onnx_module():
+    """``export.onnx`` (an ImportError naming the extra without skl2onnx / onnx)."""
+    require("skl2onnx", "onnx")
+    return _onnx
 
 
-_register_if_installed()
+# the converters registered on import when skl2onnx and onnx are there (skops alone is enough for
+# the rest of this package); export.onnx imports them at its top, so it is imported only if they are
+try:
+    from . import onnx as _onnx
+except ImportError:
+    _onnx = None
+else:
+    _onnx.register_converters()
 
 __all__ = ["to_onnx", "register_converters", "trusted_types", "save_skops", "load_skops"]

@@ -46,9 +46,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 
-from . import require
+from ._extra import require
 
 require("skl2onnx", "onnx")
 
@@ -61,13 +60,9 @@ from skl2onnx.common.data_types import (  # noqa: E402
     StringTensorType,
 )
 from sklearn.pipeline import Pipeline  # noqa: E402
-from sklearn.utils.validation import check_is_fitted  # noqa: E402
 
-from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression  # noqa: E402
-from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV  # noqa: E402
-from ..nssvm import NSSVC  # noqa: E402
-from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD  # noqa: E402
-from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM, _BaseSVC, _BaseSVR, _pairs  # noqa: E402
+from .._base import fitted_expansion, ovo_pairs  # noqa: E402
+from .._registry import entries  # noqa: E402
 
 # the operators used are all in opset 13 with the semantics relied on (ReduceSum's axes as an input)
 MIN_OPSET = 13
@@ -76,24 +71,6 @@ _SVC_PLATT_MIN_PROB = 1e-7  # svm._PLATT_MIN_PROB
 
 
 # ---------------------------------------------------------------------- what each model predicts from
-class Expansion:
-    """A fitted model's decision values ``K(X, B) @ W.T + b`` as its prediction code computes them.
-
-    Attributes
-    ----------
-    kernel, gamma, coef0, degree : the kernel (gamma already resolved from 'scale' / 'auto')
-    B : ndarray (m, n_features), the stored points
-    W : ndarray (k, m) or None (None: dec = K(X, B) + b, used for NSSVC's primal weights)
-    b : ndarray (k,)
-    """
-
-    def __init__(self, kernel, gamma, coef0, degree, B, W, b):
-        self.kernel, self.gamma, self.coef0, self.degree = kernel, float(gamma), float(coef0), int(degree)
-        self.B = np.asarray(B.toarray() if sp.issparse(B) else B, dtype=np.float64)
-        self.W = None if W is None else np.asarray(W.toarray() if sp.issparse(W) else W, dtype=np.float64)
-        self.b = np.asarray(b, dtype=np.float64).ravel()
-
-
 def _check_kernel(model):
     kernel = model.kernel
     if callable(kernel) or kernel not in KERNELS:
@@ -103,35 +80,22 @@ def _check_kernel(model):
 
 
 def model_expansion(model):
-    """The :class:`Expansion` of a fitted SVC, NuSVC, SVR, NuSVR, OneClassSVM, (S)KLR, NSSVC or
-    expansion classifier (SLMC, ...).
+    """The :class:`~sparsekernel._base.Expansion` of a fitted sparsekernel estimator (a cross-validated
+    one: of the model it chose), B and W dense float64, for the graph.
 
     Raises
     ------
     ValueError
-        For a kernel without a formula in ONNX ('precomputed', a callable).
+        For a kernel without a formula in ONNX ('precomputed', a callable), or a model with no single
+        expansion (``early_stop_level``).
     TypeError
         For a model type without a converter.
     """
-    check_is_fitted(model)
-    if isinstance(model, _KLR_CV):  # the model it chose, refitted on all of its data
-        return model_expansion(_refitted(model))
-    _check_kernel(model)
-    if model.__dict__.get("_early") is not None:
-        raise ValueError(f"ONNX export of a {type(model).__name__} fitted with early_stop_level is not supported: it "
-                         "predicts each point by its cluster's model, not by one kernel expansion")
-    params = (model.kernel, getattr(model, "_gamma", 0.0), model.coef0, model.degree)
-    if isinstance(model, _BaseSVC):  # LIBSVM's pairs, positive meaning the pair's first class
-        return Expansion(*params, model.support_vectors_, model._ovo_coef(), model._intercept)
-    if isinstance(model, (_BaseSVR, OneClassSVM)):  # one problem: f = sum_i coef_i K(x_i, x) - rho
-        return Expansion(*params, model.support_vectors_, model._dual_coef, model._intercept)
-    if isinstance(model, NSSVC) and model.kernel == "linear":  # predicts with w = Q alpha (72)
-        return Expansion("linear", 0.0, 0.0, 0, model.coef_, None, model.intercept_)
-    if isinstance(model, (KernelLogisticRegression, SparseKernelLogisticRegression, NSSVC)):
-        return Expansion(*params, model.support_vectors_, model.dual_coef_, model.intercept_)
-    if isinstance(model, _EXPANSION_CLASSIFIERS):
-        return Expansion(*params, model.expansion_vectors_, model.dual_coef_, model.intercept_)
-    raise TypeError(f"no ONNX converter for {type(model).__name__}")
+    if not any(type(model) is e.cls for e in entries(onnx=True)):
+        raise TypeError(f"no ONNX converter for {type(model).__name__}")
+    expansion = fitted_expansion(model)
+    _check_kernel(_refitted(model) if _chooses(model) else model)
+    return expansion.dense()
 
 
 # ---------------------------------------------------------------------- graph building
@@ -247,7 +211,7 @@ def _raw_scores(g, operator):
 # ---------------------------------------------------------------------- converters (one per family)
 def _pair_matrices(n_classes):
     """(first, second): (n_pairs, n_classes) 0/1 matrices of the pairs' classes in LIBSVM's order."""
-    pairs = _pairs(n_classes)
+    pairs = ovo_pairs(n_classes)
     first, second = np.zeros((len(pairs), n_classes)), np.zeros((len(pairs), n_classes))
     for k, (a, b) in enumerate(pairs):
         first[k, a] = second[k, b] = 1.0
@@ -289,7 +253,8 @@ def convert_svc(scope, operator, container):
                              "is not supported "
                              "(pairwise coupling solves a linear system per sample); pass raw_scores=True to "
                              "export the decision scores")
-        z = g.op("Add", g.op("Mul", dec, g.const(model._probA)), g.const(model._probB))
+        probA, probB = model_expansion(model).platt
+        z = g.op("Add", g.op("Mul", dec, g.const(probA)), g.const(probB))
         r = g.op("Div", g.const(1.0), g.op("Add", g.const(1.0), g.op("Exp", z)))
         r = g.op("Clip", r, g.const(_SVC_PLATT_MIN_PROB), g.const(1.0 - _SVC_PLATT_MIN_PROB))
         scores = g.op("Concat", r, g.op("Sub", g.const(1.0), r), axis=1)
@@ -328,7 +293,7 @@ def convert_klr(scope, operator, container):
     probabilities normalised to 1, the label their argmax (klr._BaseKLR); for the CV classes, their
     refitted ``estimator_``'s."""
     model = operator.raw_operator
-    if isinstance(model, _KLR_CV):
+    if _chooses(model):
         model = _refitted(model)
     g = _Graph(scope, operator, container)
     dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))
@@ -363,12 +328,17 @@ def convert_expansion_classifier(scope, operator, container):
 
 # ---------------------------------------------------------------------- shapes and registration
 def _svc_has_proba(model):
-    return getattr(model, "_probA", np.empty(0)).size > 0
+    return model_expansion(model).platt is not None
+
+
+def _chooses(model):
+    """A cross-validated estimator (it converts as the model it chose)."""
+    return any(type(model) is e.cls for e in entries(chooses=True))
 
 
 def _pairwise_scores(model):
     """True for an (Nu)SVC whose scores are one column per pair of classes ('ovo', more than two)."""
-    return isinstance(model, _BaseSVC) and len(model.classes_) > 2 and model.decision_function_shape == "ovo"
+    return _family(model) == "svc" and len(model.classes_) > 2 and model.decision_function_shape == "ovo"
 
 
 def _n_score_columns(model):
@@ -455,22 +425,23 @@ def parse_classifier(scope, model, inputs, custom_parsers=None):
     return _parse_sklearn_classifier(scope, model, inputs, custom_parsers=custom_parsers)
 
 
-_EXPANSION_CLASSIFIERS = (NSSVC, SLMC, SparseKFD, ReducedSetClassifier, ReducedSVM)
-_KLR_CV = (KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV)
 _CLASSIFIER_OPTIONS = {"zipmap": [False, True, "columns"], "nocl": [False, True], "output_class_labels": [False, True],
                        "raw_scores": [False, True]}
-_REGISTRY = [
-    (SVC, shape_classifier, convert_svc),
-    (NuSVC, shape_classifier, convert_svc),
-    (SVR, shape_regressor, convert_svr),
-    (NuSVR, shape_regressor, convert_svr),
-    (OneClassSVM, shape_outlier_detector, convert_one_class_svm),
-    (KernelLogisticRegression, shape_classifier, convert_klr),
-    (SparseKernelLogisticRegression, shape_classifier, convert_klr),
-    (KernelLogisticRegressionCV, shape_classifier, convert_klr),
-    (SparseKernelLogisticRegressionCV, shape_classifier, convert_klr),
-    *[(cls, shape_classifier, convert_expansion_classifier) for cls in _EXPANSION_CLASSIFIERS],
-]
+#: the registry's ONNX families (``_registry.ONNX_FAMILIES``): (shape calculator, converter)
+_FAMILIES = {
+    "svc": (shape_classifier, convert_svc),
+    "svr": (shape_regressor, convert_svr),
+    "one_class": (shape_outlier_detector, convert_one_class_svm),
+    "klr": (shape_classifier, convert_klr),
+    "expansion": (shape_classifier, convert_expansion_classifier),
+}
+_REGISTRY = [(e.cls, *_FAMILIES[e.onnx]) for e in entries(onnx=True)]
+
+
+def _family(model):
+    return next((e.onnx for e in entries(onnx=True) if type(model) is e.cls), None)
+
+
 _registered = False
 
 

@@ -9,7 +9,10 @@ caller trusts, which :func:`trusted_types` lists.
 
 from __future__ import annotations
 
-from . import require
+import scipy.sparse as sp
+
+from .._registry import ESTIMATORS
+from ._extra import require
 
 
 def trusted_types():
@@ -25,19 +28,7 @@ def trusted_types():
     list of str
         Fully qualified type names ("sparsekernel.svm.SVC", ...).
     """
-    import scipy.sparse as sp
-
-    from ..klr import KernelLogisticRegression, SparseKernelLogisticRegression
-    from ..klr_cv import KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV
-    from ..model_selection import PathSearchCV
-    from ..nssvm import NSSVC
-    from ..slmc import SLMC, ReducedSetClassifier, ReducedSVM, SparseKFD
-    from ..svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
-
-    types = (SVC, SVR, NuSVC, NuSVR, OneClassSVM, KernelLogisticRegression, SparseKernelLogisticRegression,
-             KernelLogisticRegressionCV, SparseKernelLogisticRegressionCV, NSSVC, SLMC, SparseKFD,
-             ReducedSetClassifier, ReducedSVM, PathSearchCV,
-             sp.csr_matrix, sp.csr_array)  # support vectors and dual coefficients of a fit on sparse X
+    types = tuple(e.cls for e in ESTIMATORS) + (sp.csr_matrix, sp.csr_array)  # (a fit on sparse X keeps CSR)
     return [f"{t.__module__}.{t.__qualname__}" for t in types]
 
 

@@ -19,18 +19,20 @@ from __future__ import annotations
 import math
 import warnings
 
-import dask
-import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import is_regressor
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.utils.validation import check_is_fitted
 
+# dask is the ``dask`` extra: imported inside the functions (``import sparsekernel`` never imports it)
+
 
 def _check_input(model, X, method):
     """X as a dask array with one chunk along its columns, after the checks that need no compute:
     a fitted model that has ``method``, 2-D X with the model's number of features."""
+    import dask.array as da
+
     check_is_fitted(model)
     getattr(model, method)  # AttributeError as the model's own (SVR.decision_function, probability=False)
     if not isinstance(X, da.Array):
@@ -67,6 +69,8 @@ def _apply(block, model, method, empty):
 
 def _blockwise(model, X, method):
     """``model.<method>`` over the row blocks of X, as a dask array with one block per row block."""
+    import dask
+
     X = _check_input(model, X, method)
     empty = _probe(model, method, X)[:0]
     shipped = dask.delayed(model, pure=True)  # one graph key for the model, read by every block
@@ -156,6 +160,8 @@ def predict_log_proba(model, X):
 
 def _along(v, pred, name):
     """y or sample_weight as a 1-D dask array with the row chunks of the predictions."""
+    import dask.array as da
+
     if v is None:
         return None
     v = v if isinstance(v, da.Array) else np.asarray(v)
@@ -191,6 +197,9 @@ def score(model, X, y, sample_weight=None):
         is an integer; sums of floats are added in another order, so R^2 and a weighted accuracy can
         differ in the last bits).
     """
+    import dask
+    import dask.array as da
+
     pred = predict(model, X)
     y, w = _along(y, pred, "y"), _along(sample_weight, pred, "sample_weight")
     if not is_regressor(model):

@@ -1,22 +1,26 @@
-"""NSSVC over row blocks resident on Dask workers: one round trip per Newton iteration.
+"""Row access on a Dask cluster: the row blocks of a dask array kept on the workers, the tasks that
+run there, and the client's views of them. Data access only: the estimators' fits on dask arrays
+(``SVC(solver='dc').fit``, ``NSSVC.fit``) use them and this module knows no estimator.
 
-``DaskBlocks`` is the ``RowBlocks`` (``sparsekernel._blocks``) of a dask array: its row chunks are
-computed once into futures that stay on the workers; every pass sends the workers the point
-(w = Q alpha, alpha on its support, b: O(n + s) numbers), each block runs the library's C++ pass on
-its rows and returns its own top-s candidates with their rows, and the client merges them with the
-same C++ rule as the in-memory pass (``_core.nssvm_merge_top``). The Newton step on T is then
-taken in the client. So a distributed fit has exactly the iterates of the in-memory fit.
+- :class:`DaskBlocks` (NSSVC's ``RowBlocks`` of a dask array): the row chunks computed once into
+  futures that stay on the workers; every pass sends the workers the point (w = Q alpha, alpha on
+  its support, b: O(n + s) numbers), each block runs the library's C++ pass on its rows and returns
+  its own top-s candidates with their rows, and the client merges them with the same C++ rule as
+  the in-memory pass (``_core.nssvm_merge_top``): a distributed fit has the in-memory iterates.
+  What the client holds: one byte per sample of class codes, O(s n) for the working set.
+- :class:`BlockRows` (DC-SVM's rows): the same blocks seen as the rows of one matrix; the cluster
+  tree of the in-memory fit (its sample clustered in the client, every block routing its own rows
+  on its worker, only the labels coming back); each cluster's problem solved on one worker from
+  the rows cut from the blocks (:func:`solve_task`); the engine's storage of X applied to each
+  block where it lives (:func:`engine_rows`). The client never holds X.
 
-Round trips (a batch of tasks the client waits for): the rows of the initial working set, then one
-pass per Newton iteration (per one-vs-rest problem); the intercept refit adds its probe and window.
+A lost worker: the blocks are futures of the dask array's graph, so the scheduler recomputes them
+from their inputs and the pass is retried; data that exists only in a dead worker's memory
+(``client.scatter``) cannot be recomputed, and the fit fails with the scheduler's error. Never a
+wrong model: a pass either returns every block's part or raises.
 
-What the client holds: the labels (one byte per sample: the solver draws the balanced initial set
-and reads y on T from them), O(s n) for the working set, and the model.
-
-A lost worker: its blocks are futures of the dask array's graph, so the scheduler recomputes them
-from their inputs (a generator or a file such as Zarr) and the pass is retried; data that exists
-only in a dead worker's memory (``client.scatter``) cannot be recomputed, and the fit fails with the
-scheduler's error. Never a wrong model: a pass either returns every block's part or raises.
+dask and distributed are imported inside the functions that need them (the ``dask`` extra):
+importing this module needs neither.
 """
 
 from __future__ import annotations
@@ -25,9 +29,13 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import assert_all_finite
+from sklearn.utils.multiclass import check_classification_targets
 
-from .._base import canonical_csr, core_array, resolve_gamma
-from .._blocks import (
+from . import _core, _dc, _engine
+from ._base import (MODE_ROWS, SCREEN_ROWS, _SPARSE_ENGINE_DENSITY, _column_modes, _count_unequal, _evenly_spaced,
+                    _mostly_modes_on_a_sample, _sparse_copy, canonical_csr, check_kernel_range, core_array)
+from ._blocks import (
     KernelColumns,
     RowBlocks,
     block_layout,
@@ -55,8 +63,6 @@ def checked_dask_matrix(X):
 def _prepare_block(X):
     """A block as the C++ pass reads it: float32/float64 dense C-contiguous, or canonical CSR;
     NaN / inf refused as in memory (the ValueError reaches the client at the first pass)."""
-    from sklearn.utils import assert_all_finite
-
     assert_all_finite(X.data if sp.issparse(X) else X, input_name="X")
     if sp.issparse(X):
         X = canonical_csr(X)
@@ -97,8 +103,6 @@ def _rows_task(X, local_idx):
 
 
 def _window_task(X, codes, target, w, b, r):
-    from .. import _core
-
     w = core_array(w, np.float64)  # unpickled on the worker: perhaps misaligned
     return _core.nssvm_window(*block_layout(X), w, labels_of(codes, target), b, r, _worker_threads())
 
@@ -304,13 +308,12 @@ def _codes_task(y, classes):
     return codes.astype(np.int8 if len(classes) < 128 else np.int32)
 
 
-def _class_codes(client, y):
+def class_codes(client, y):
     """classes_ (the sorted distinct labels, found by a reduction on the workers), the class index
     of every sample, encoded on the workers and gathered block by block into one array (one byte
     per sample below 128 classes: the client never holds y itself), and the futures of those blocks
     of codes, which stay on the workers (sending the client's copy back would serialize it again)."""
     import dask.array as da
-    from sklearn.utils.multiclass import check_classification_targets
 
     y = client.persist(y)  # read twice (the classes, then the codes): computed once
     classes = np.asarray(da.unique(y).compute())
@@ -326,81 +329,201 @@ def _class_codes(client, y):
     return classes, codes, futures
 
 
-def fit_nssvc(model, X, y, client=None):
-    """Fit NSSVC on a dask array where its blocks live (what ``model.fit(X, y)`` calls).
+# ---------------------------------------------------------------------------- on the workers
+def _block_counts(X):
+    """(sparse, nonzeros) of a prepared block."""
+    if sp.issparse(X):
+        return True, int(X.nnz)
+    return False, int(np.count_nonzero(X))
 
-    Parameters
-    ----------
-    model : NSSVC
-        The estimator (any kernel but 'precomputed'); it is fitted in place and returned. gamma='scale'
-        is computed by a blocked reduction: equal to the in-memory value up to the order of its sums
-        (pass a number for a fit equal to the in-memory one bit for bit).
-    X : dask.array.Array of shape (m, n)
-        Training rows in row chunks (dense or CSR chunks; column chunks are merged).
-    y : dask.array.Array or array-like of shape (m,)
-        The labels (gathered in the client: one byte per sample as class codes).
-    client : distributed.Client or None, default=None
-        The client to run on (None: the current default client; a ValueError if there is none).
 
-    Returns
-    -------
-    model : NSSVC
-        The fitted model, with ``round_trips_`` (the passes that waited for the workers) and
-        ``round_trip_seconds_`` (the time the client waited in them; the rest of ``fit_time_`` is
-        the setup: validation, class codes, blocks, and the Newton steps).
-    """
+def _count_unequal_task(X, shift):
+    return _count_unequal(X, shift)
+
+
+def _to_engine_storage(X, shift):
+    """A dense block as the engine stores it: CSR of X - shift (shift None: of X itself)."""
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return sp.csr_matrix(X.shape, dtype=np.float64)
+    return _sparse_copy(X, shift, _worker_threads(), max_density=1.0)
+
+
+def check_range_task(X, kernel, gamma, coef0, degree):
+    check_kernel_range(kernel, gamma, coef0, degree, X)
+
+
+def _take_task(X, local_idx):
+    """Rows ``local_idx`` (ascending) of a block, in its storage and dtype."""
+    return X[local_idx]
+
+
+def _route_task(X, partition, kernel, n_levels):
+    """The clusters of a block's rows at every level of the tree, as ``_dc.build_partition`` routes
+    the rows of X: level by level, each row to the nearest centre among its parent's children."""
+    evaluator = _dc.evaluator_for(kernel, _worker_threads())
+    labels = np.zeros(X.shape[0], dtype=np.int64)
+    out = []
+    for level in range(1, n_levels + 1):
+        labels = partition.descend(X, evaluator, labels, level)
+        out.append(labels)
+    return out
+
+
+def solve_task(pieces, order, kernel, problem, options, a0, start, time_limit):
+    """One problem solved on this worker: its rows assembled from the blocks' pieces (``order``
+    puts them in the problem's order when that is not ascending), then the engine's solve from a0,
+    its gradient assembled here from ``start`` (``_dc.solve_from``). Returns the SolveResult and
+    this worker's address."""
+    from distributed import get_worker
+
+    rows = _stack(list(pieces))
+    if order is not None:
+        rows = rows[order]
+    r = _dc.solve_from(_engine.solve, rows, kernel, problem, options, a0, start, time_limit=time_limit)
+    try:
+        address = get_worker().address
+    except ValueError:  # not on a worker (a synchronous scheduler)
+        address = None
+    return r, address
+
+
+# ---------------------------------------------------------------------------- in the client
+class BlockRows:
+    """Row blocks of X resident on the workers (futures, one per row chunk) seen as the rows of one
+    matrix: ``shape``, ``X[idx]`` (those rows gathered into the client: the sample of the
+    clustering, the support vectors), ``pieces(idx)`` (the same rows left on the workers, a future
+    per block) and the cluster tree of the rows (``build_partition``, the ``build`` of
+    ``_BaseSMO._divide``)."""
+
+    def __init__(self, client, blocks, bounds, homes, shape, sparse, dtype):
+        self.client = client
+        self.blocks = blocks
+        self.bounds = bounds
+        self.homes = homes
+        self.shape = shape
+        self.sparse = sparse
+        self.dtype = dtype
+        self.ndim = 2
+
+    def _at(self, k):
+        home = self.homes[k]
+        return {} if home is None else {"workers": [home], "allow_other_workers": True}
+
+    def like(self):
+        """A stand-in of no size with the type and shape of these rows (for the choices of route
+        that read only those: ``_BaseSMO._solver_options``)."""
+        if self.sparse:
+            return sp.csr_matrix(self.shape, dtype=self.dtype)
+        return np.broadcast_to(np.zeros(1, dtype=self.dtype), self.shape)
+
+    def pieces(self, idx):
+        """Futures of rows ``idx`` (ascending; None: all rows) block by block, left on the workers:
+        a whole block is its own future."""
+        out = []
+        for k, (xb, (lo, hi)) in enumerate(zip(self.blocks, self.bounds)):
+            if idx is None:
+                a, z = 0, hi - lo
+            else:
+                a, z = np.searchsorted(idx, [lo, hi])
+            if z <= a:
+                continue
+            if z - a == hi - lo:  # ascending distinct rows of the block: all of them
+                out.append(xb)
+            else:
+                out.append(self.client.submit(_take_task, xb, np.ascontiguousarray(idx[a:z] - lo), pure=False,
+                                              **self._at(k)))
+        return out
+
+    def __getitem__(self, idx):
+        """Rows ``idx`` (any order, repeats allowed) gathered into the client."""
+        idx = np.asarray(idx, dtype=np.int64)
+        unique, inverse = np.unique(idx, return_inverse=True)
+        parts = self.client.gather(self.pieces(unique)) if len(unique) else []
+        rows = _stack(parts)
+        if rows is None:
+            rows = sp.csr_matrix((0, self.shape[1]), dtype=self.dtype) if self.sparse else \
+                np.zeros((0, self.shape[1]), dtype=self.dtype)
+        if len(unique) != len(idx) or not np.array_equal(unique, idx):
+            rows = rows[inverse]
+        return canonical_csr(rows) if sp.issparse(rows) else np.ascontiguousarray(rows)
+
+    def build_partition(self, _, kernel, k, n_levels, rng, threads=1):
+        """``_dc.build_partition`` of these rows: the same sample (the same draws of ``rng``) and
+        tree, computed in the client; every block's rows routed down it on its worker."""
+        n = self.shape[0]
+        sample_rows = np.sort(rng.choice(n, size=_dc.sample_size(n, k, n_levels), replace=False))
+        partition = _dc.cluster_sample(self[sample_rows], kernel, k, n_levels, rng, threads)
+        partition.sample_rows = sample_rows
+        shipped = self.client.scatter(partition, broadcast=True, hash=False)
+        futures = [self.client.submit(_route_task, xb, shipped, kernel, n_levels, pure=False, **self._at(k))
+                   for k, xb in enumerate(self.blocks)]
+        parts = self.client.gather(futures)
+        for level in range(n_levels):
+            partition.labels.append(np.concatenate([p[level] for p in parts]) if parts else np.zeros(0, np.int64))
+        del shipped
+        return partition
+
+
+def engine_rows(client, rows, kernel, nonzero):
+    """The rows as the SMO engine stores them (``_base.engine_storage``, decided from counts over all
+    of X; ``nonzero`` its count of nonzeros): a dense X of mostly zeros as CSR, and for rbf /
+    laplacian one that is mostly its columns' most frequent values minus them; each block converted
+    where it lives."""
+    if rows.sparse or rows.shape[0] == 0 or rows.shape[1] == 0:
+        return rows
+    size = rows.shape[0] * rows.shape[1]
+    shift = None
+    if nonzero > _SPARSE_ENGINE_DENSITY * size:
+        if kernel not in ("rbf", "laplacian"):
+            return rows
+        n = rows.shape[0]
+        if not _mostly_modes_on_a_sample(rows[_evenly_spaced(n, SCREEN_ROWS)]):  # the in-memory screen's rows
+            return rows
+        # the rows _column_modes reads (evenly spaced), fetched: it then reads all of them in order
+        shift = _column_modes(rows[_evenly_spaced(n, MODE_ROWS)])
+        if not shift.any():
+            return rows
+        unequal = sum(client.gather([client.submit(_count_unequal_task, xb, shift, pure=False)
+                                     for xb in rows.blocks]))
+        if unequal > _SPARSE_ENGINE_DENSITY * size:
+            return rows
+    converted = [client.submit(_to_engine_storage, xb, shift, pure=False, **rows._at(k))
+                 for k, xb in enumerate(rows.blocks)]
+    return BlockRows(client, converted, rows.bounds, rows.homes, rows.shape, True, rows.dtype)
+
+
+def resident_rows(client, X):
+    """The row blocks of X (a dask array chunked along rows only, with known chunk sizes) validated
+    and kept on the workers (``DaskBlocks``: NaN / inf refused there), seen as rows (BlockRows), and
+    the count of X's nonzeros."""
+    blocks = DaskBlocks(client, X, None, code_blocks=[])
+    counts = client.gather([client.submit(_block_counts, xb, pure=False) for xb in blocks.blocks])
+    sparse = {s for s, _ in counts}
+    if len(sparse) > 1:
+        raise ValueError("X mixes dense and sparse chunks")
+    dtype = np.dtype(X.dtype) if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    rows = BlockRows(client, blocks.blocks, blocks.bounds, blocks.homes, tuple(int(v) for v in X.shape), sparse.pop(),
+                     dtype)
+    return blocks, rows, sum(c for _, c in counts)
+
+
+def dask_client(client, what):
+    """``client``, else the current distributed Client (a ValueError naming ``what`` if none runs)."""
+    if client is not None:
+        return client
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError as exc:
+        raise ValueError(f"{what} on a dask array needs a distributed Client (from distributed import Client; "
+                         "client = Client(...))") from exc
+
+
+def in_client(v):
+    """y or sample_weight as an in-memory array (a dask array computed: O(n) values)."""
     import dask.array as da
 
-    from ..nssvm import support_rows
-
-    t0 = time.perf_counter()
-    c, _ = model._check_params()
-    if model.kernel == "precomputed" or callable(model.kernel):
-        raise ValueError("NSSVC on a dask array computes its kernel from the rows; kernel='precomputed' (an m x m "
-                         "matrix) does not scale out: fit it in memory")
-    X, (m, n) = checked_dask_matrix(X)
-    if len(X.chunks[1]) > 1:
-        X = X.rechunk({1: n})
-    if not isinstance(y, da.Array):
-        y = np.asarray(y).ravel()
-        if len(y) != m:
-            raise ValueError(f"X and y have different numbers of samples: {m} and {len(y)}")
-        y = da.from_array(y, chunks=(X.chunks[0],))
-    if y.ndim != 1 or y.shape[0] != m:
-        raise ValueError(f"X and y have different numbers of samples: {m} and {y.shape[0]}")
-    if m == 0 or n == 0:
-        raise ValueError(f"Found array with shape {(m, n)}; NSSVC needs at least one sample and one feature")
-    if client is None:
-        from distributed import get_client
-
-        try:
-            client = get_client()
-        except ValueError as exc:
-            raise ValueError("NSSVC.fit on a dask array needs a distributed Client (from distributed import "
-                             "Client; client = Client(...))") from exc
-    model.classes_, y_enc, code_blocks = _class_codes(client, y.rechunk((X.chunks[0],)))
-    model.n_features_in_ = n
-    blocks = DaskBlocks(client, X, y_enc, code_blocks=code_blocks)
-    try:
-        if model.kernel == "linear":
-            model._gamma = 0.0
-        elif model.gamma == "scale":  # as _base.resolve_gamma, by a blocked two-pass reduction
-            var = blocks.variance()
-            model._gamma = 1.0 / (n * var) if var != 0 else 1.0
-        else:
-            model._gamma = resolve_gamma(model.gamma, np.zeros((0, n)))
-        if model.kernel != "linear":
-            blocks.set_kernel(model._kernel_spec())
-        binary = len(model.classes_) == 2
-        if binary:  # the codes 0/1 become the labels +-1 in place: the client keeps one byte per sample
-            blocks.wait()  # (once the workers hold their slices of the codes)
-            y_enc *= 2
-            y_enc -= 1
-        solvers = model._solve(blocks, y_enc, m, n, c, labels_pm1=binary)
-        model._store(solvers, lambda support: support_rows(solvers, support).astype(X.dtype), (m, n))
-    finally:
-        blocks.release()
-    model.round_trips_ = blocks.round_trips
-    model.round_trip_seconds_ = blocks.seconds
-    model.fit_time_ = time.perf_counter() - t0
-    return model
+    if isinstance(v, da.Array):
+        return np.asarray(v.compute())
+    return v
