@@ -239,3 +239,21 @@ def test_a_circle_inside_a_layer_is_caught(monkeypatch):
     monkeypatch.setitem(globals(), "imports_of", with_circle)
     with pytest.raises(AssertionError, match="import circle"):
         test_no_import_circle()
+
+
+def test_the_core_and_the_command_line_import_without_the_optional_extras():
+    """``pip install sparsekernel`` (no extras): the package, its command line and the plotting
+    module's expansion_points import and run with matplotlib, dask, skops and ONNX missing."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "for m in ('matplotlib', 'dask', 'distributed', 'skops', 'onnx', 'skl2onnx', 'onnxruntime'):\n"
+            "    sys.modules[m] = None\n"
+            "import sparsekernel, sparsekernel.cli, sparsekernel.io, sparsekernel.export\n"
+            "from sparsekernel.plotting import expansion_points\n"
+            "from sparsekernel.cli import main\n"
+            "raise SystemExit(main(['datasets']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "breast_cancer" in proc.stdout

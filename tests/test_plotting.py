@@ -169,7 +169,11 @@ def test_reliability_of_real_models_and_top_label():
 
 
 def test_missing_matplotlib_gives_one_clear_import_error(monkeypatch):
+    """The module imports without matplotlib (the command line reads expansion_points from it); a
+    figure asked for without axes names the extra."""
     monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     monkeypatch.delitem(sys.modules, "sparsekernel.plotting")
+    plotting = importlib.import_module("sparsekernel.plotting")
     with pytest.raises(ImportError, match=r"sparsekernel\[plot\]"):
-        importlib.import_module("sparsekernel.plotting")
+        plotting.plot_convergence([np.array([1.0, 0.1])])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+from dataclasses import dataclass, fields
 import inspect
 import numbers
 import os
@@ -371,6 +372,48 @@ _SPARSE_GEMM_MIN_FEATURES = 4096
 def _row_sqnorms(X):
     return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel() if sp.issparse(X) \
         else np.einsum("ij,ij->i", X, X, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel setting: its name and parameters (hashable: the key of warm starts, engine sessions
+    and shared kernel rows). ``precomputed``: X is the kernel matrix itself."""
+
+    name: str
+    gamma: float = 0.0
+    coef0: float = 0.0
+    degree: int = 3
+
+    def __post_init__(self):
+        if self.name not in KERNELS:
+            raise ValueError(f"unknown kernel {self.name!r}")
+        object.__setattr__(self, "gamma", float(self.gamma))
+        object.__setattr__(self, "coef0", float(self.coef0))
+        object.__setattr__(self, "degree", int(self.degree))
+
+    @property
+    def code(self):
+        return KERNELS[self.name]
+
+    @property
+    def args(self):
+        """(code, gamma, coef0, degree): the kernel as the core's kernel functions take it."""
+        return (self.code, self.gamma, self.coef0, self.degree)
+
+    @property
+    def core(self):
+        """The kernel as the C++ core takes it, made per call (about a microsecond): a KernelSpec is a
+        value kept by warm-start states, search stores and module constants (``_expansion._LINEAR``),
+        and keeps no object of the C++ core."""
+        return _core.KernelParams(self.code, self.gamma, self.coef0, self.degree)
+
+    def __getstate__(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
 
 
 def ovo_pairs(n_classes):

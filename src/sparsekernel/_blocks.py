@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._base import KERNELS, core_array, core_matrix
+from ._base import core_array, core_matrix
 from ._memory import require
 
 SCAN_DENSE, SCAN_CSR, SCAN_GIVEN = 0, 1, 2
@@ -86,7 +86,6 @@ def labels_of(codes, target):
 
 
 _COLUMN_CHUNK = 256  # columns copied per step (growing the block, a precomputed kernel): small temporaries
-_PRECOMPUTED = KERNELS["precomputed"]
 SIGMA = 1.1  # Algorithm 2's growth factor of s (the room a growing working set of columns gets)
 
 
@@ -95,12 +94,12 @@ class KernelColumns:
     rows x capacity block; a column stays while its index stays in T (NSSVM's working sets overlap
     from one iteration to the next), so each is computed about once.
 
-    ``kernel`` is (code, gamma, coef0, degree) of ``_base.KERNELS``; for 'precomputed' the block's
+    ``kernel`` is a ``_base.KernelSpec``; for 'precomputed' the block's
     rows are rows of the kernel matrix and its columns are read, not computed."""
 
     def __init__(self, X, kernel, nthreads):
-        self.X, self.kernel, self.nthreads = X, tuple(kernel), nthreads
-        self.precomputed = kernel[0] == _PRECOMPUTED
+        self.X, self.kernel, self.nthreads = X, kernel, nthreads
+        self.precomputed = kernel.name == "precomputed"
         self.Xc = None if self.precomputed else core_matrix(X)
         self.m = X.shape[0]
         self.cols = np.empty((self.m, 0), order="F")
@@ -124,7 +123,7 @@ class KernelColumns:
                 part = slice(start, start + _COLUMN_CHUNK)
                 out[:, slots[part]] = self.X[:, idx[part]]
             return
-        _core.kernel_columns(core_matrix(rows), self.Xc, *self.kernel, out, core_array(slots, np.int64), self.nthreads)
+        _core.kernel_columns(core_matrix(rows), self.Xc, *self.kernel.args, out, core_array(slots, np.int64), self.nthreads)
 
     def load(self, T, X_T):
         """Make the columns of T (sorted; X_T their rows) resident, dropping those of indices that

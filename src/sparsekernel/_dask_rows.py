@@ -207,7 +207,7 @@ class DaskBlocks(RowBlocks):
 
     def set_kernel(self, kernel):
         """Give every block a store of kernel columns for ``kernel`` (code, gamma, coef0, degree)."""
-        self.columns = [self.client.submit(_columns_task, xb, tuple(kernel), pure=False, **self._at(k))
+        self.columns = [self.client.submit(_columns_task, xb, kernel, pure=False, **self._at(k))
                         for k, xb in enumerate(self.blocks)]
 
     def variance(self):

@@ -20,47 +20,11 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from . import _core
-from ._base import KERNELS, core_matrix
+from ._base import KERNELS, KernelSpec, core_matrix  # noqa: F401  (KernelSpec: the engine's kernel type)
 
 # the kinds of dual problem: one variable per point, or eps-SVR's two (a+ and a-) per point
 KINDS = {"binary": 0, "eps_svr": 1}
 TERMS = {"linear": 0, "entropic": 1}
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One kernel setting: its name and parameters (hashable: the key of warm starts, engine sessions
-    and shared kernel rows). ``precomputed``: X is the kernel matrix itself."""
-
-    name: str
-    gamma: float = 0.0
-    coef0: float = 0.0
-    degree: int = 3
-
-    def __post_init__(self):
-        if self.name not in KERNELS:
-            raise ValueError(f"unknown kernel {self.name!r}")
-        object.__setattr__(self, "gamma", float(self.gamma))
-        object.__setattr__(self, "coef0", float(self.coef0))
-        object.__setattr__(self, "degree", int(self.degree))
-
-    @property
-    def code(self):
-        return KERNELS[self.name]
-
-    @property
-    def core(self):
-        """The kernel as the C++ core takes it, made per call (about a microsecond): a KernelSpec is a
-        value kept by warm-start states, search stores and module constants (``_expansion._LINEAR``),
-        and keeps no object of the C++ core."""
-        return _core.KernelParams(self.code, self.gamma, self.coef0, self.degree)
-
-    def __getstate__(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def __setstate__(self, state):
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
 
 
 @dataclass(frozen=True)

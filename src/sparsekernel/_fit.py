@@ -88,6 +88,13 @@ def problem_workers(X, sizes, threads):
     return threads if min(sizes) * (4.0 + cost) >= _core.TEAM_MIN_OPS else 1
 
 
+def threads_and_cache(threads, cache_mb, workers):
+    """(threads, cache MB) of each of the ``workers`` problems a fit solves at once, out of its
+    ``threads`` and ``cache_mb``: the cache budget holds for the problems together, and a problem
+    in a pool runs its engine on one thread (the pool is the parallelism)."""
+    return (1 if workers > 1 else threads), float(cache_mb) / workers
+
+
 def solve_problems(X, kernel, problems, options, *, warmth=None, monitor=None, workers=1, divide=None):
     """Solve the problems (DualProblems over rows of X) in ``workers`` threads (each with
     ``options.threads`` of its own), warm-started and in kept sessions where ``warmth`` (FitWarmth)

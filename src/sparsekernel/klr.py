@@ -366,10 +366,9 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
         kernel = (KernelSpec("precomputed") if self.kernel == "precomputed"
                   else KernelSpec(self.kernel, self._gamma, self.coef0, self.degree))
         workers = _fit.problem_workers(Xk, [len(yk) for yk in problems], threads)
+        each_threads, each_cache = _fit.threads_and_cache(threads, self.cache_size, workers)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
-                                second_order=self.wss == "second",
-                                cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
-                                threads=1 if workers > 1 else threads)
+                                second_order=self.wss == "second", cache_mb=each_cache, threads=each_threads)
         starts = None if warmth.has_states(len(problems)) else self._compact_start(Xk, problems, Ck, lam, threads)
         duals = [klr_problem(yk, Ck, lam, b, None if starts is None else starts[k])
                  for k, (yk, b) in enumerate(zip(problems, bounds))]

@@ -38,13 +38,13 @@ from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import FIXED_BYTES, Budget, nssvc_working_bytes, require, x_bytes
 from ._base import (
     one_thread,
-    KERNELS,
     STATUS_CONVERGED,
     STATUS_MAX_ITER,
     STATUS_STOPPED,
     STATUS_TIME_LIMIT,
     CallbackSupportMixin,
     Expansion,
+    KernelSpec,
     FitMonitor,
     KernelModelMixin,
     check_time_limit,
@@ -174,7 +174,7 @@ class _KernelQ:
 
     def __init__(self, blocks, kernel, nthreads):
         self.blocks, self.kernel, self.nthreads = blocks, kernel, nthreads
-        self.precomputed = kernel[0] == KERNELS["precomputed"]
+        self.precomputed = kernel.name == "precomputed"
         self.m, self.n = blocks.shape
         self.y = None
         self.T, self.X_T = np.zeros(0, dtype=np.int64), None  # the rows of the last working set
@@ -185,7 +185,7 @@ class _KernelQ:
     @classmethod
     def of(cls, X, y, kernel, gamma, coef0, degree, nthreads=1):
         """The Q-provider of X in memory (one block) for labels y (+-1): the tests' entry."""
-        spec = (KERNELS[kernel], float(gamma), float(coef0), int(degree))
+        spec = KernelSpec(kernel, gamma, coef0, degree)
         blocks = InMemoryBlocks(X, (np.asarray(y) > 0).astype(np.int8), nthreads, kernel=spec)
         blocks.set_target(1)
         Q = cls(blocks, spec, nthreads)
@@ -198,7 +198,7 @@ class _KernelQ:
         """K(a, b) for the rows a of A_rows against the rows b of B_rows (global indices B_idx)."""
         if self.precomputed:
             return np.asarray(A_rows[:, B_idx], dtype=np.float64)
-        return _core.kernel_matrix(core_matrix(A_rows), core_matrix(B_rows), *self.kernel, self.nthreads)
+        return _core.kernel_matrix(core_matrix(A_rows), core_matrix(B_rows), *self.kernel.args, self.nthreads)
 
     def gram(self, T):
         """K_TT, kept from the previous working set for the indices that stay (only the rows of new
@@ -902,10 +902,10 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         return best
 
     def _kernel_spec(self):
-        """(code, gamma, coef0, degree) of a nonlinear or precomputed kernel; None for the linear one."""
+        """The KernelSpec of a nonlinear or precomputed kernel; None for the linear one (w = Q alpha)."""
         if self.kernel == "linear":
             return None
-        return (KERNELS[self.kernel], float(self._gamma), float(self.coef0), int(self.degree))
+        return KernelSpec(self.kernel, self._gamma, self.coef0, self.degree)
 
     def _solve(self, data, y_enc, m, n, c, X=None, y=None, labels_pm1=False):
         """Algorithm 1/2 for every problem (one, or one per class) on ``data``, the RowBlocks of X

@@ -17,20 +17,19 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-try:
-    import matplotlib  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError('sparsekernel.plotting needs matplotlib (the \'plot\' extra): pip install "sparsekernel[plot]"') \
-        from exc
-
 __all__ = ["plot_decision_boundary", "plot_frontier", "plot_convergence", "plot_reliability", "expansion_points"]
 
 
 def _axes(ax):
+    """``ax``, or new axes of pyplot: matplotlib (the ``plot`` extra) is needed only then, so that
+    the rest of the module (``expansion_points``, drawing on axes one passes) imports without it."""
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
-
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError('sparsekernel.plotting needs matplotlib (the \'plot\' extra): '
+                          'pip install "sparsekernel[plot]"') from exc
     return plt.subplots()[1]
 
 

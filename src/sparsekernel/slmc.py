@@ -43,6 +43,7 @@ from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, Dask
     one_thread, resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
 from ._expansion import WINDOW, ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
+from ._fit import threads_and_cache
 from .svm import SVC
 
 __all__ = ["SLMC", "SparseKFD", "ReducedSetClassifier", "ReducedSVM"]
@@ -289,10 +290,10 @@ class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMi
             targets = [np.where(y_enc == k, 1.0, -1.0) for k in range(len(self.classes_))]
         seeds = check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1, size=len(targets))
         self._set_budget_cap(X, len(targets), threads)
+        # every problem in a pool of its own (each an outer L-BFGS over a reference SVC and an inner SVM:
+        # always large enough to pay for it, unlike the engine's problems, see _fit.problem_workers)
         workers = min(threads, len(targets))
-        inner = 1 if workers > 1 else threads
-        # the budget holds for the problems fitted at once (each has a reference SVC and an inner SVM)
-        self._cache_mb = float(getattr(self, "cache_size", 200)) / workers
+        inner, self._cache_mb = threads_and_cache(threads, getattr(self, "cache_size", 200), workers)
 
         monitor = FitMonitor(self, len(targets), tol=float(getattr(self, "tol", 0.0)), X=X, y=y,
                              parallel=workers > 1, metric="W", max_iter=int(getattr(self, "max_iter", 0)) or None)

@@ -388,13 +388,12 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
                 and warmth.warm and warmth.steps_per_variable(n_problems) >= CONJUGATE_MIN_STEPS):
             self.solver_ = "csmo" if self.solver_ == route else self.solver_
             route = "csmo"
+        each_threads, each_cache = _fit.threads_and_cache(threads, self.cache_size, workers)
         options = SolverOptions(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
                                 second_order=route != "smo1", batched=route == "batched",
                                 pair_start=self.solver == "auto",  # (read by the batched route only)
                                 working_set_size=int(getattr(self, "working_set_size", 0) or 0),
-                                conjugate=route == "csmo",
-                                cache_mb=float(self.cache_size) / workers,  # the budget holds for the problems solved at once
-                                threads=1 if workers > 1 else threads)
+                                conjugate=route == "csmo", cache_mb=each_cache, threads=each_threads)
         return options, workers
 
     def _divide(self, X, kernel, threads, workers, build=_dc.build_partition):
