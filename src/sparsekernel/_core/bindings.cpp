@@ -456,7 +456,11 @@ nb::dict solve(const PyMatrix& X, const sk::KernelParams& kernel, const SolveOpt
         auto run = [&](auto& Q) {
             using QM = std::decay_t<decltype(Q)>;
             const int64_t evals0 = Q.evals(), hits0 = Q.cache().hits, misses0 = Q.cache().misses;
-            if (term == 0) {
+            if (term == 0 && opt.nu) {  // the nu formulations: their own instantiation (solver.hpp's kNu)
+                sk::Solver<QM, sk::LinearTerm, true> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp,
+                                                            lo.data(), hi.data(), alpha0.data(), opt, Gp, Gbp);
+                res = solver.solve();
+            } else if (term == 0) {
                 sk::Solver<QM, sk::LinearTerm> solver(Q, sk::LinearTerm{}, l, y.data(), p.data(), Cp, lo.data(),
                                                       hi.data(), alpha0.data(), opt, Gp, Gbp);
                 res = solver.solve();

@@ -12,10 +12,10 @@
 //   solve_pairs    LIBSVM's decomposition: a violating pair per iteration (first order = maximal
 //                  violating pair, second order = Fan, Chen & Lin 2005), a closed-form (or term-
 //                  specific) pair step, O(N) gradient update, shrinking with a final unshrink check;
-//   solve_batched  two-level decomposition (Joachims / ThunderSVM): q violating variables, their q
-//                  rows of Q as one kernel block, the q-variable sub-problem solved by this same
-//                  class on a DenseQ (solve_pairs again), then the gradient of all N variables
-//                  updated from the block.
+//   solve_batched  two-level decomposition (Joachims / ThunderSVM; batched.hpp): q violating
+//                  variables, their q rows of Q as one kernel block, the q-variable sub-problem
+//                  solved by this same class on a DenseQ (solve_pairs again), then the gradient of
+//                  all N variables updated from the block.
 // Direction rule of the pair route: the plain pair d = y_i e_i - y_j e_j, or the conjugate direction
 // of CSMO (Torres-Barran, Alaiz & Dorronsoro, Algorithm 2) p_k = d_k + gamma_k p_{k-1}, defined for
 // the quadratic terms only (take_conjugate_step).
@@ -112,7 +112,11 @@ struct SolverResult {
     TeamStats team;              // its loops' costs (parallel.hpp; empty on one thread)
 };
 
-template <class QM, class Term>
+// kNu: the nu formulations (Chang & Lin 2001; LIBSVM's Solver_NU, a subclass there): a second
+// equality keeps the sum of a within each label class, so pairs are chosen within one class, the
+// shrinking and the gap are taken per class and rho, r come from both classes' free variables. A
+// compile-time policy: the plain solver carries none of it (the nu parts below are `if constexpr`).
+template <class QM, class Term, bool kNu = false>
 class Solver {
 public:
     // psi_i(a) = h(a; C_i) + p_i a (terms.hpp); C may be null for the linear term. a0 must be
@@ -140,7 +144,8 @@ public:
             if (a0) a_[t] = a0[o];
             update_status(t);
         }
-        if (opt_.nu) {
+        if (opt_.nu != kNu) throw std::invalid_argument("SolverOptions.nu and the Solver's kNu disagree");
+        if constexpr (kNu) {
             if (opt_.conjugate || !kQuadratic)
                 throw std::invalid_argument("nu problems take plain pairs and the linear term");
             for (auto* mask : {&low_cls_[0], &low_cls_[1]}) mask->assign(l, 0);
@@ -379,7 +384,7 @@ private:
         std::swap(at_hi_[i], at_hi_[j]);
         std::swap(can_up_[i], can_up_[j]);
         std::swap(can_low_[i], can_low_[j]);
-        if (opt_.nu) {
+        if constexpr (kNu) {
             for (int s = 0; s < 2; ++s) {
                 std::swap(low_cls_[s][i], low_cls_[s][j]);
             }
@@ -449,7 +454,7 @@ private:
     // and the curvature sits in diag(). Returns true when the active set is optimal (m - M < tol).
     template <bool kSecondOrder>
     bool select_working_pair(int64_t& i, int64_t& j, double& gap) {
-        if (opt_.nu) return select_working_pair_nu<kSecondOrder>(i, j, gap);
+        if constexpr (kNu) return select_working_pair_nu<kSecondOrder>(i, j, gap);
         // Both passes run over chunks (in parallel) and combine the chunks in order with the same
         // comparisons as one serial scan, so the choice does not depend on the number of threads.
         // The first pass (i) is usually done already, fused with the last gradient update.
@@ -558,7 +563,7 @@ private:
         const float* Qi = active_row(i);
         // row j is read by the gradient update only: its missing entries are computed there
         RowParts rj;
-        const float* Qj = opt_.nu ? active_row(j) : row_by_parts(j, rj);
+        const float* Qj = kNu ? active_row(j) : row_by_parts(j, rj);
         const double ai = a_[i], aj = a_[j];
         const double ti = y_[i] > 0 ? hi_[i] - ai : ai - lo_[i];
         const double tj = y_[j] > 0 ? aj - lo_[j] : hi_[j] - aj;
@@ -781,7 +786,7 @@ private:
     void update_gradient_pair(const float* Qi, double dai, const float* Qj, double daj, const RowParts& rj = {}) {
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 4.0 + rj.cost, opt_.nthreads);
-        if (opt_.nu) {  // the next selection's first pass within each class
+        if constexpr (kNu) {  // the next selection's first pass within each class
             scan_up_by_class(Qi, dai, Qj, daj, n, nc);
             return;
         }
@@ -931,8 +936,8 @@ private:
         maximal_violator_known_ = false;
         reset_direction();  // the active set changes
         double m[2], M[2];  // per label class for nu (its be_shrunk compares within the class)
-        violation_extremes(m[0], M[0], opt_.nu ? 0 : -1);
-        if (opt_.nu) violation_extremes(m[1], M[1], 1); else m[1] = m[0], M[1] = M[0];
+        violation_extremes(m[0], M[0], kNu ? 0 : -1);
+        if (kNu) violation_extremes(m[1], M[1], 1); else m[1] = m[0], M[1] = M[0];
         const double worst = std::max(m[0] - M[0], m[1] - M[1]);
         if (!unshrunk_ && worst <= 10.0 * opt_.tol) {
             // close to the end: bring everything back once, so shrinking mistakes are undone early
@@ -1012,14 +1017,14 @@ private:
         const int64_t n = active_size_;
         const int64_t nc = chunks_for(n, 8.0, opt_.nthreads);
         double m_s[2] = {0, 0}, M_s[2] = {0, 0};  // nu: the class extremes the keys are taken against
-        if (opt_.nu)
+        if (kNu)
             for (int s = 0; s < 2; ++s) violation_extremes(m_s[s], M_s[s], s);
         std::vector<std::vector<Candidate>> ups(nc), lows(nc);
         for_chunks(nc, opt_.nthreads, [&](int64_t c) {
             auto& uc = ups[c];
             auto& lc = lows[c];
             for (int64_t t = n * c / nc; t < n * (c + 1) / nc; ++t) {
-                const double up_ref = opt_.nu ? M_s[cls(t)] : 0.0, low_ref = opt_.nu ? m_s[cls(t)] : 0.0;
+                const double up_ref = kNu ? M_s[cls(t)] : 0.0, low_ref = kNu ? m_s[cls(t)] : 0.0;
                 if (in_up(t)) uc.emplace_back(-(F(t) - up_ref), t);
                 if (in_low(t)) lc.emplace_back(F(t) - low_ref, t);
             }
@@ -1067,7 +1072,7 @@ private:
 
     // the KKT gap m - M over the active set; nu: the larger of the two classes'
     double current_gap() const {
-        if (!opt_.nu) {
+        if constexpr (!kNu) {
             double m, M;
             violation_extremes(m, M);
             return m - M;
@@ -1086,120 +1091,12 @@ private:
     // (usps, 5,000 rows: 986 pair steps and 348 rows against 1,263 steps and 1,290 rows in blocks).
     static constexpr double kPairStartShare = 0.25;
 
-    void solve_batched(SolverResult& res) {
-        const int64_t q = choose_block_size();
-        res.q = q;
-        if (q < 4) {  // no room for a block: the pair route
-            solve_pairs_into(res);
-            return;
-        }
-        if (opt_.pair_start) {
-            const int64_t budget = std::max<int64_t>(1, int64_t(kPairStartShare * double(l_)));
-            const int64_t max_iter = opt_.max_iter;
-            if (max_iter < 0 || budget < max_iter) {
-                opt_.max_iter = budget;
-                solve_pairs_into(res);
-                opt_.max_iter = max_iter;
-                if (res.status != kMaxIter) return;  // converged (or interrupted) on the pair route
-                res.status = kConverged;
-            } else {
-                solve_pairs_into(res);
-                return;
-            }
-        }
-        std::vector<int64_t> B;
-        std::vector<char> taken(l_, 0);
-        std::vector<const float*> rows(q);
-        std::vector<float> Qsub;
-        std::vector<double> sy, sp, sC, slo, shi, sa, sg;
-        int64_t since_shrink = 0, idle_blocks = 0;
-        constexpr int64_t kMaxIdleBlocks = 16;
-        while (opt_.max_iter < 0 || res.iter < opt_.max_iter) {
-            if (poll_interrupt(res)) return;
-            if (opt_.shrinking && since_shrink >= std::min<int64_t>(l_, 1000)) {
-                do_shrinking();
-                since_shrink = 0;
-                B.clear();  // positions moved: no previous block to keep
-            }
-            const double gap = current_gap();
-            last_gap_ = gap;
-            if (!(gap >= stop_tol())) {
-                if (active_size_ == l_) break;
-                reconstruct_gradient();  // final unshrink check
-                active_size_ = l_;
-                since_shrink = 0;
-                continue;
-            }
-            select_working_block(q, B, taken);
-            const int64_t qb = int64_t(B.size());
-            Q_.get_Q_block(B.data(), qb, active_size_, rows.data());
-            // the sub-problem in the block's variables: Q_BB, p_B = G_B - Q_BB a_B, same boxes
-            Qsub.resize(qb * qb);
-            sy.resize(qb); sp.resize(qb); sC.resize(qb); slo.resize(qb); shi.resize(qb); sa.resize(qb); sg.resize(qb);
-            for (int64_t r = 0; r < qb; ++r) {
-                const int64_t t = B[r];
-                for (int64_t s = 0; s < qb; ++s) Qsub[r * qb + s] = rows[r][B[s]];
-                sy[r] = y_[t]; sC[r] = C_[t]; slo[r] = lo_[t]; shi[r] = hi_[t]; sa[r] = a_[t]; sg[r] = G_[t];
-            }
-            for (int64_t r = 0; r < qb; ++r) {  // p_B = G_B - Q_BB a_B - h'(a_B): same gradient at a_B
-                double qa = 0;
-                for (int64_t s = 0; s < qb; ++s) qa += double(Qsub[r * qb + s]) * sa[s];
-                sp[r] = sg[r] - qa - term_.dh(sa[r], sC[r]);
-            }
-            double local_m[2], local_M[2];  // within each class for nu (else class 0 holds all)
-            local_m[0] = local_m[1] = -std::numeric_limits<double>::infinity();
-            local_M[0] = local_M[1] = std::numeric_limits<double>::infinity();
-            for (int64_t r = 0; r < qb; ++r) {
-                const int s = opt_.nu ? cls(B[r]) : 0;
-                if (in_up(B[r])) local_m[s] = std::max(local_m[s], F(B[r]));
-                if (in_low(B[r])) local_M[s] = std::min(local_M[s], F(B[r]));
-            }
-            double local_gap = 0.0;
-            for (int s = 0; s < 2; ++s)
-                if (std::isfinite(local_m[s]) && std::isfinite(local_M[s])) local_gap = std::max(local_gap, local_m[s] - local_M[s]);
-            SolverOptions sub;
-            sub.tol = std::max(stop_tol(), 0.1 * local_gap);  // ThunderSVM's local stopping rule
-            sub.nu = opt_.nu;  // the sub-problem's pairs within a class keep the class sums
-            sub.max_iter = 100 * qb;
-            sub.shrinking = false;
-            sub.second_order = opt_.second_order;
-            sub.tau = opt_.tau;
-            DenseQ dq(Qsub.data(), qb);
-            Solver<DenseQ, Term> inner(dq, term_, qb, sy.data(), sp.data(), sC.data(), slo.data(), shi.data(),
-                                       sa.data(), sub, sg.data());
-            SolverResult sr;
-            inner.solve_pairs_into(sr);
-            // a block that cannot move while the gap says it should (never seen; a safeguard against
-            // looping forever): the solve stops, not converged
-            idle_blocks = sr.iter == 0 ? idle_blocks + 1 : 0;
-            if (idle_blocks > kMaxIdleBlocks) {
-                res.status = kMaxIter;
-                return;
-            }
-            res.iter += sr.iter;
-            since_shrink += sr.iter;
-            ++res.outer_iter;
-            // G += sum_r da_r Q_r over the active set, then the statuses and G_bar
-            update_gradient_block(rows.data(), qb, inner.alpha_view(), sa.data());
-            for (int64_t r = 0; r < qb; ++r) {
-                const int64_t t = B[r];
-                const double a_old = a_[t];
-                const bool was_bounded = is_bounded(t);
-                a_[t] = inner.alpha_view()[r];
-                if constexpr (!kQuadratic) {
-                    G_[t] += term_.dh(a_[t], C_[t]) - term_.dh(a_old, C_[t]);
-                    diag_[t] = Q_.QD(t) + term_.d2h(a_[t], C_[t]);
-                }
-                update_status(t);
-                if (keep_gbar()) {
-                    const double d = (is_bounded(t) ? a_[t] : 0.0) - (was_bounded ? a_old : 0.0);
-                    if (d != 0.0) gbar_changes_.emplace_back(t, d);
-                }
-            }
-            update_gbar_block();
-        }
-        if (opt_.max_iter >= 0 && res.iter >= opt_.max_iter) res.status = kMaxIter;
-    }
+    // the two-level route (batched.hpp): blocks of q variables, each a sub-problem on a DenseQ
+    struct Block;
+    void solve_batched(SolverResult& res);
+    void build_block(Block& blk);
+    void solve_block(Block& blk);
+    void apply_block(Block& blk);
 
     // G_bar += sum d_t Q_t over all l positions for the block's variables that reached or left a
     // bound (gbar_changes_): their full rows fetched as one kernel block (only the tails beyond the
@@ -1280,12 +1177,12 @@ private:
         reconstruct_gradient();
         active_size_ = l_;
         res.gap = 0.0;
-        for (int s = opt_.nu ? 0 : -1; s < (opt_.nu ? 2 : 0); ++s) {
+        for (int s = kNu ? 0 : -1; s < (kNu ? 2 : 0); ++s) {
             double m, M;
             violation_extremes(m, M, s);
             if (std::isfinite(m) && std::isfinite(M)) res.gap = std::max(res.gap, m - M);
         }
-        if (opt_.nu) {
+        if constexpr (kNu) {
             calculate_rho_nu(res.rho, res.r);
         } else {
             res.rho = calculate_rho();
@@ -1404,3 +1301,5 @@ private:
 };
 
 }  // namespace sk
+
+#include "batched.hpp"
