@@ -10,10 +10,11 @@ import sys
 
 class LineWorker:
     """``python -c code *args`` in a subprocess (cwd /, so that the checkout is not imported by
-    accident); ``module`` is what it reported when ready."""
+    accident; ``python``: another interpreter, e.g. a virtual environment with an earlier revision
+    installed); ``module`` is what it reported when ready."""
 
-    def __init__(self, code: str, *args: str, env: dict | None = None):
-        self.proc = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+    def __init__(self, code: str, *args: str, env: dict | None = None, python: str | None = None):
+        self.proc = subprocess.Popen([python or sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, cwd="/")
         self.module = json.loads(self.proc.stdout.readline())["ready"]
 

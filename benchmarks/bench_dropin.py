@@ -83,11 +83,11 @@ for line in sys.stdin:
 class Worker(LineWorker):
     """A subprocess running WORKER with one revision of sparsekernel first on sys.path."""
 
-    def __init__(self, site: str | None):
+    def __init__(self, site: str | None, python: str | None = None):
         env = dict(os.environ)
         if site:
             env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-        super().__init__(WORKER, str(HERE), env=env)
+        super().__init__(WORKER, str(HERE), env=env, python=python)
 
 
 def libsvm_predictions(name: str, C: float) -> tuple[str, float]:
@@ -120,8 +120,9 @@ def render(store: Store) -> None:
                      f"{100 * r['agree_base']:.2f} / {100 * r['agree']:.2f}", fmt(r["t_sklearn"])])
     small = store.entries["small"]
     repeats, sb, sn = small["config"]["repeats"], small["result"]["t_base"], small["result"]["t_new"]
-    body = [f"Baseline: revision {store.summary.get('baseline_rev', '?')} (before the drop-in work: probability, "
-            "callable kernels, sparse attributes, masked weights, and the dense rbf rows from norms and dot products). "
+    what = store.summary.get("baseline_note", "before the drop-in work: probability, callable kernels, sparse "
+                             "attributes, masked weights, and the dense rbf rows from norms and dot products")
+    body = [f"Baseline: revision {store.summary.get('baseline_rev', '?')} ({what}). "
             f"Fits alternate between the two revisions, median of {repeats}; rbf, gamma = the value of "
             "'scale', tol 1e-3, cache 200 MB, all threads. Agreement: holdout predictions equal to "
             "scikit-learn's SVC (LIBSVM) fitted with the same settings, ties included.", "",
@@ -135,20 +136,28 @@ def render(store: Store) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", help="site directory holding the earlier revision (required to run)")
+    parser.add_argument("--baseline", help="site directory holding the earlier revision (this or --baseline-python "
+                                           "to run)")
+    parser.add_argument("--baseline-python", default=None,
+                        help="an interpreter whose environment has the earlier revision installed (an editable "
+                             "install of this checkout wins over PYTHONPATH: then use this)")
     parser.add_argument("--baseline-rev", default="?", help="its git revision (for the table)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sets", default=",".join(DATASETS))
+    parser.add_argument("--part", default=None, help="results file dropin_PART (default: dropin)")
+    parser.add_argument("--baseline-note", default=None, help="what the baseline lacks (for the table)")
     _harness.add_render_option(parser)
     args = parser.parse_args(argv)
     if args.render_only:
-        render(Store(register_run=False))
+        render(Store(args.part, register_run=False))
         return 0
-    if not args.baseline:
-        parser.error("--baseline is required")
-    store = Store(force=True)
+    if not args.baseline and not args.baseline_python:
+        parser.error("--baseline or --baseline-python is required")
+    store = Store(args.part, force=True)
     store.summary["baseline_rev"] = args.baseline_rev
-    base, new = Worker(args.baseline), Worker(None)
+    if args.baseline_note:
+        store.summary["baseline_note"] = args.baseline_note
+    base, new = Worker(args.baseline, args.baseline_python), Worker(None)
     print("baseline:", base.module, "\nthis revision:", new.module, flush=True)
     for name in args.sets.split(","):
         if _datasets.load(name) is None:

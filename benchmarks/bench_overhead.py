@@ -92,7 +92,7 @@ def fit_once(system, est, X, y):  # (wall s, CPU s of this thread, solve wall s,
 
 # --breakdown: the inclusive time of a fit's stages (functions wrapped where this revision has them)
 STAGES = [
-    ("parameter checks", [("svm", "_BaseSMO._check_common_params"), ("klr", "_BaseKLR._check_params")]),
+    ("parameter checks", [("_base", "ConstrainedParamsMixin._check_params")]),
     ("n_jobs -> threads", [("svm", "n_threads"), ("klr", "n_threads")]),
     ("validate X, y (validate_data)", [("svm", "validate_data"), ("klr", "validate_data")]),
     ("class labels (check targets, unique)", [("svm", "check_classification_targets"),

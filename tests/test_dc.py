@@ -172,9 +172,9 @@ def test_dc_errors():
     X, y = _binary(n=200)
     with pytest.raises(ValueError, match="early_stop_level applies to solver='dc'"):
         SVC(early_stop_level=1).fit(X, y)
-    with pytest.raises(ValueError, match="early_stop_level must be None or an integer >= 1"):
+    with pytest.raises(ValueError, match="The 'early_stop_level' parameter of SVC must be None or an int"):
         SVC(solver="dc", early_stop_level=0).fit(X, y)
-    with pytest.raises(ValueError, match="early_stop_level must be None or an integer >= 1"):
+    with pytest.raises(ValueError, match="The 'early_stop_level' parameter of SVC must be None or an int"):
         SVC(solver="dc", early_stop_level=1.5).fit(X, y)
     with pytest.raises(ValueError, match="precomputed"):
         SVC(solver="dc", kernel="precomputed").fit(X @ X.T, y)
@@ -183,7 +183,7 @@ def test_dc_errors():
     with pytest.raises(ValueError, match="probability"):
         SVC(solver="dc", early_stop_level=1, probability=True).fit(X, y)
     for cls in (NuSVC, OneClassSVM):
-        with pytest.raises(ValueError, match="solver must be one of"):
+        with pytest.raises(ValueError, match=f"The 'solver' parameter of {cls.__name__} must be a str among"):
             cls(solver="dc").fit(X, y)
 
 

@@ -131,9 +131,9 @@ def test_alo_refuses_what_it_cannot_do():
     X, y = _data(60)
     with pytest.raises(ValueError, match="log-loss only"):
         KernelLogisticRegressionCV(Cs=2, cv="alo", scoring="accuracy").fit(X, y)
-    with pytest.raises(ValueError, match="KernelLogisticRegressionCV only"):
+    with pytest.raises(ValueError, match="The 'cv' parameter of SparseKernelLogisticRegressionCV must be"):
         SparseKernelLogisticRegressionCV(Cs=[1.0, 10.0], cv="alo", solver="smo").fit(X, y)
-    with pytest.raises(ValueError, match="cv must be"):
+    with pytest.raises(ValueError, match="The 'cv' parameter of KernelLogisticRegressionCV must be"):
         KernelLogisticRegressionCV(Cs=2, cv="loo").fit(X, y)
     # a kernel matrix that is not positive semi-definite: B = I + S K S indefinite is said, and a
     # search on such a matrix ends with finite scores (a confidently wrong point: p -> 0 kept finite)

@@ -443,7 +443,7 @@ def test_failing_fits_give_error_score_and_a_warning():
         ps = PathSearchCV(SVC(), grid, cv=3, error_score=-7.0).fit(X, y)
     scores = dict(zip([p["C"] for p in ps.cv_results_["params"]], ps.cv_results_["mean_test_score"]))
     assert scores[-1.0] == -7.0 and scores[1.0] > 0.5
-    with pytest.raises(ValueError, match="C must be"):
+    with pytest.raises(ValueError, match="The 'C' parameter of SVC must be"):
         PathSearchCV(SVC(), grid, cv=3, error_score="raise").fit(X, y)
 
 

@@ -9,7 +9,9 @@ import contextlib
 import functools
 from dataclasses import dataclass, fields
 import inspect
+import math
 import numbers
+from numbers import Integral, Real
 import os
 import sys
 import threading
@@ -25,12 +27,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import assert_all_finite
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils._param_validation import validate_parameter_constraints
+from sklearn.utils._param_validation import (Interval, Options, RealNotInt, StrOptions, make_constraint,
+                                             validate_parameter_constraints)
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from . import _core, _dask_predict
+from ._budget import parse_budget
 
 KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "laplacian": 4, "precomputed": 5}
 
@@ -104,34 +108,143 @@ def init_params(cls):
     return frozenset(cls._get_param_names())
 
 
+class NumInterval(Interval):
+    """scikit-learn's ``Interval`` without the bools (True is an int to Python: ``C=True`` or
+    ``degree=True`` is a mistake, not 1), and with ``RealNotInt`` read as "a number that is not an
+    integer" (numpy's float32 included, which ``RealNotInt`` itself, a float, leaves out). Its test
+    is Interval's in plain comparisons (cheaper than Interval's np.isnan: it runs on every fit)."""
+
+    def __init__(self, type, left, right, *, closed):
+        super().__init__(type, left, right, closed=closed)
+        self._lo = -math.inf if left is None else left
+        self._hi = math.inf if right is None else right
+        self._lo_closed = closed in ("left", "both")
+        self._hi_closed = closed in ("right", "both")
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        if self.type is Integral:
+            if not isinstance(val, Integral):
+                return False
+        elif not isinstance(val, Real) or (self.type is RealNotInt and isinstance(val, Integral)):
+            return False
+        if val != val:  # NaN
+            return False
+        if val < self._lo or (val == self._lo and not self._lo_closed):
+            return False
+        return not (val > self._hi or (val == self._hi and not self._hi_closed))
+
+
+class LatencyString(StrOptions):
+    """A latency budget such as '20us' (a positive number and a unit us, ms or s per sample:
+    ``_budget.parse_budget``)."""
+
+    def __init__(self):
+        super().__init__(set())
+
+    def is_satisfied_by(self, val):
+        if not isinstance(val, str):
+            return False
+        try:
+            parse_budget(val)
+        except ValueError:
+            return False
+        return True
+
+    def __str__(self):
+        return "a latency such as '20us' (a positive number with a unit us, ms or s per sample)"
+
+
+class _NoLimit(Options):
+    """max_iter=-1: no limit on the iterations."""
+
+    def __init__(self):
+        super().__init__(Integral, {-1})
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return "-1 (no limit)"
+
+
+#: the constraints that several estimators share, each written once (scikit-learn's
+#: sklearn.svm._base.BaseLibSVM._parameter_constraints is the model): a finite number > 0 or >= 0
+POSITIVE = NumInterval(Real, 0.0, None, closed="neither")
+NON_NEGATIVE = NumInterval(Real, 0.0, None, closed="left")
+#: the kernel's parameters (``kernel`` itself differs: which names, and whether a callable)
+KERNEL_PARAM_CONSTRAINTS = {
+    "gamma": [StrOptions({"scale", "auto"}), POSITIVE],
+    "coef0": [NumInterval(Real, None, None, closed="neither")],  # finite
+    "degree": [NumInterval(Integral, 0, 2**31, closed="left")],
+}
+#: n_jobs: None, or an int that is not 0 (-1: every thread, -2 one fewer, ...: n_threads)
+N_JOBS_CONSTRAINT = [None, NumInterval(Integral, None, -1, closed="right"), NumInterval(Integral, 1, None, closed="left")]
+#: max_iter of the engines: -1 (no limit) or a positive int
+MAX_ITER_CONSTRAINT = [_NoLimit(), NumInterval(Integral, 1, None, closed="left")]
+TIME_LIMIT_CONSTRAINT = [None, POSITIVE]
+CLASS_WEIGHT_CONSTRAINT = [StrOptions({"balanced"}), dict, None]
+#: budget of SLMC, SparseKFD and NSSVC: None, a number of vectors, or a latency
+BUDGET_CONSTRAINT = [None, NumInterval(Integral, 1, None, closed="left"), LatencyString()]
+
+
+_MADE_CONSTRAINTS = {}  # estimator class -> (its _parameter_constraints, ((name, made constraints), ...))
+
+
+def _made_constraints(cls):
+    """The constraints of ``cls._parameter_constraints`` made into constraint objects once per class
+    (scikit-learn's validate_parameter_constraints makes them again on every call), for the
+    parameters of its ``__init__``."""
+    declared = cls._parameter_constraints
+    kept = _MADE_CONSTRAINTS.get(cls)
+    if kept is None or kept[0] is not declared:
+        names = init_params(cls)
+        made = tuple((name, tuple(make_constraint(c) for c in constraints))
+                     for name, constraints in declared.items() if name in names and constraints != "no_validation")
+        kept = _MADE_CONSTRAINTS[cls] = (declared, made)
+    return kept[1]
+
+
 def validate_constrained_params(estimator):
-    """scikit-learn's ``BaseEstimator._validate_params`` (its checks and messages) over the
-    parameters that ``_parameter_constraints`` names, without ``get_params``'s signature reading:
-    validate_parameter_constraints skips every other parameter anyway."""
-    constraints = estimator._parameter_constraints
-    names = init_params(type(estimator))
-    validate_parameter_constraints(constraints, {k: getattr(estimator, k) for k in constraints if k in names},
-                                   caller_name=type(estimator).__name__)
+    """Every parameter that ``_parameter_constraints`` names checked against its constraints:
+    scikit-learn's ``BaseEstimator._validate_params`` (its checks, its InvalidParameterError, a
+    ValueError, and its message "The 'C' parameter of SVC must be ... Got ... instead."), with the
+    constraint objects made once per class and without ``get_params``'s signature reading. The
+    first parameter that satisfies none of its constraints is handed to scikit-learn's
+    validate_parameter_constraints, which raises. (Run on every fit, whatever scikit-learn's
+    ``skip_parameter_validation``: the C++ core relies on it.)"""
+    cls = type(estimator)
+    for name, constraints in _made_constraints(cls):
+        value = getattr(estimator, name)
+        for constraint in constraints:
+            if constraint.is_satisfied_by(value):
+                break
+        else:
+            validate_parameter_constraints({name: cls._parameter_constraints[name]}, {name: value},
+                                           caller_name=cls.__name__)
 
 
-def check_kernel_params(kernel, gamma, coef0, degree, allow_callable=False):
-    if allow_callable and callable(kernel):
-        pass
-    elif not isinstance(kernel, str) or kernel not in KERNELS:
-        extra = " or a callable" if allow_callable else ""
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}{extra}, got {kernel!r}")
-    if isinstance(gamma, str):
-        if gamma not in ("scale", "auto"):
-            raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
-    elif not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
-        raise ValueError(f"gamma must be 'scale', 'auto' or a positive float, got {gamma!r}")
-    if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
-        raise ValueError(f"coef0 must be a finite float, got {coef0!r}")
-    if not isinstance(degree, numbers.Integral) or isinstance(degree, bool) or not 0 <= degree < 2**31:
-        raise ValueError(f"degree must be a non-negative integer below 2**31, got {degree!r}")
+class ConstrainedParamsMixin:
+    """The parameter checks at the start of a fit: every parameter against its
+    ``_parameter_constraints`` (one rule per parameter, scikit-learn's checks and messages), then
+    the rules that involve several parameters (``_check_cross_params``, one method per estimator
+    family); ``_check_params`` returns the fit's thread count (``n_threads(n_jobs)``)."""
+
+    _parameter_constraints: dict = {}
+
+    def _check_params(self):
+        validate_constrained_params(self)
+        self._check_cross_params()
+        return n_threads(self.n_jobs)
+
+    def _check_cross_params(self):
+        """The rules over several parameters (none here)."""
 
 
 def check_positive(name, value, *, allow_zero=False):
+    """A finite number > 0 (>= 0 with allow_zero): for values that are not an estimator's parameter
+    (the entries of a grid, a function's arguments)."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     ok = ok and (value >= 0 if allow_zero else value > 0)
     if not ok:
@@ -781,11 +894,6 @@ def warn_if_stopped_early(estimator, statuses, max_iter_message):
                       "False.", ConvergenceWarning)
     elif STATUS_MAX_ITER in statuses:
         warnings.warn(max_iter_message, ConvergenceWarning)
-
-
-def check_time_limit(time_limit):
-    if time_limit is not None:
-        check_positive("time_limit", time_limit)
 
 
 class FitMonitor:

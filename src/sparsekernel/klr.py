@@ -16,7 +16,7 @@ Only expansion vectors with a_i above the lower bound are kept (S-KLR section 5.
 """
 from __future__ import annotations
 
-import numbers
+from numbers import Integral
 import time
 import warnings
 
@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from scipy.special import expit, log1p, log_expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import _num_samples, check_is_fitted, check_X_y, column_or_1d, validate_data
 from scipy.optimize import brentq
 
@@ -34,14 +35,23 @@ from ._compact import BASES, CompactFit, fit_compact
 from ._engine import DualProblem, KernelSpec, SolverOptions
 from ._warm import PathStore, SearchRows, restore_prefitted
 from ._base import (
+    CLASS_WEIGHT_CONSTRAINT,
+    KERNEL_PARAM_CONSTRAINTS,
+    KERNELS,
+    MAX_ITER_CONSTRAINT,
+    N_JOBS_CONSTRAINT,
+    NON_NEGATIVE,
+    POSITIVE,
+    TIME_LIMIT_CONSTRAINT,
     one_thread,
     CallbackSupportMixin,
+    ConstrainedParamsMixin,
     Expansion,
     FitMonitor,
     KernelEvaluator,
     KernelModelMixin,
+    NumInterval,
     canonical_csr,
-    check_kernel_params,
     class_labels,
     check_positive,
     core_matrix,
@@ -49,7 +59,6 @@ from ._base import (
     per_sample_bounds,
     check_kernel_range,
     resolve_gamma,
-    check_time_limit,
     warn_if_stopped_early,
     with_callbacks,
 )
@@ -263,8 +272,30 @@ def _log_proba(z):
 
 
 # ---------------------------------------------------------------------- estimators
-class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
+class _BaseKLR(ConstrainedParamsMixin, CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of KernelLogisticRegression and SparseKernelLogisticRegression."""
+
+    # (no rule over several parameters: ConstrainedParamsMixin's _check_params)
+    _parameter_constraints: dict = {
+        "C": [POSITIVE],
+        "kernel": [StrOptions(set(KERNELS))],
+        **KERNEL_PARAM_CONSTRAINTS,
+        "wss": [StrOptions(set(WSS))],
+        "bound": [StrOptions({"auto"}), POSITIVE],
+        "tol": [POSITIVE],
+        "shrinking": ["boolean"],
+        "cache_size": [POSITIVE],
+        "class_weight": CLASS_WEIGHT_CONSTRAINT,
+        "max_iter": MAX_ITER_CONSTRAINT,
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+        "time_limit": TIME_LIMIT_CONSTRAINT,
+        "solver": [StrOptions(set(SOLVERS))],
+        "n_components": [StrOptions({"auto"}), NumInterval(Integral, 1, None, closed="left")],
+        "basis": [StrOptions(set(BASES))],
+        "refine_basis": [NumInterval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
 
     def _fit_budget(self, X, n_splits=None):
         """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): the SMO route's,
@@ -277,34 +308,6 @@ class _BaseKLR(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEsti
 
     def _lam(self):  # the S-KLR coefficient lam of the resolved estimator
         return 0.0
-
-    def _check_params(self):
-        check_positive("C", self.C)
-        check_positive("tol", self.tol)
-        check_positive("cache_size", self.cache_size)
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
-        if self.wss not in WSS:
-            raise ValueError(f"wss must be one of {WSS}, got {self.wss!r}")
-        if not (isinstance(self.bound, str) and self.bound == "auto"):
-            ok = isinstance(self.bound, numbers.Real) and not isinstance(self.bound, bool)
-            if not ok or not np.isfinite(self.bound) or self.bound <= 0:
-                raise ValueError(f"bound must be 'auto' or a float > 0, got {self.bound!r}")
-        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
-                self.max_iter < 1 and self.max_iter != -1):
-            raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
-        check_time_limit(self.time_limit)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if not (isinstance(self.n_components, str) and self.n_components == "auto"):
-            n = self.n_components
-            if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
-                raise ValueError(f"n_components must be 'auto' or a positive integer, got {n!r}")
-        if self.basis not in BASES:
-            raise ValueError(f"basis must be one of {BASES}, got {self.basis!r}")
-        r = self.refine_basis
-        if not isinstance(r, numbers.Integral) or isinstance(r, bool) or r < 0:
-            raise ValueError(f"refine_basis must be a non-negative integer, got {r!r}")
-        return n_threads(self.n_jobs)
 
     def _route(self, n_samples):
         """'smo' or 'nystrom' for a training set of n_samples points (solver='auto': the exact SMO up to
@@ -789,6 +792,8 @@ class SparseKernelLogisticRegression(_BaseKLR):
     (143, 2)
     """
 
+    _parameter_constraints: dict = {**_BaseKLR._parameter_constraints, "lam": [StrOptions({"auto"}), NON_NEGATIVE]}
+
     def __init__(self, C=1.0, lam="auto", kernel="rbf", degree=3, gamma="scale", coef0=0.0, wss="second",
                  bound="auto", tol=1e-3, shrinking=True, cache_size=1000, class_weight=None, max_iter=-1,
                  n_jobs=None, verbose=False, time_limit=None, solver="auto", n_components="auto", basis="uniform",
@@ -816,12 +821,9 @@ class SparseKernelLogisticRegression(_BaseKLR):
         self.random_state = random_state
 
     def _lam(self):
+        """lam of the fit ('auto' resolved; the parameters checked by _check_params)."""
         if isinstance(self.lam, str):
-            if self.lam != "auto":
-                raise ValueError(f"lam must be 'auto' or a float >= 0, got {self.lam!r}")
-            check_positive("C", self.C)
             return auto_lam(float(self.C), self.bound)
-        check_positive("lam", self.lam, allow_zero=True)
         return float(self.lam)
 
     def fit(self, X, y, sample_weight=None, *, search_rows=None):
@@ -894,8 +896,10 @@ def klr_lambda_bound(X, y, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree
     """
     X, y = check_X_y(X, y, accept_sparse=False if kernel == "precomputed" else "csr", dtype=np.float64,
                      order="C")
-    check_positive("C", C)
-    check_kernel_params(kernel, gamma, coef0, degree)
+    validate_parameter_constraints(
+        KernelLogisticRegression._parameter_constraints,
+        dict(C=C, kernel=kernel, gamma=gamma, coef0=coef0, degree=degree, bound=bound, tol=tol, n_jobs=n_jobs),
+        caller_name="klr_lambda_bound")
     classes, y_enc = np.unique(y, return_inverse=True)
     if len(classes) != 2:
         raise ValueError(f"klr_lambda_bound needs two classes, got {len(classes)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+from numbers import Integral
 import time
 import warnings
 
@@ -29,10 +30,12 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 from scipy.linalg import lapack
 from scipy.stats import rankdata
-from sklearn.metrics import check_scoring, get_scorer
+from sklearn.metrics import check_scoring, get_scorer, get_scorer_names
+from sklearn.utils._param_validation import RealNotInt, StrOptions
 
-from ._base import (CallbackSupportMixin, FitMonitor, callable_gram, check_positive, check_time_limit, class_labels,
-                    n_threads, one_thread, per_sample_bounds, resolve_gamma, with_callbacks)
+from ._base import (N_JOBS_CONSTRAINT, NON_NEGATIVE, TIME_LIMIT_CONSTRAINT, CallbackSupportMixin, FitMonitor,
+                    NumInterval, callable_gram, check_positive, class_labels, n_threads, one_thread, per_sample_bounds,
+                    resolve_gamma, validate_constrained_params, with_callbacks)
 from ._compact import CompactProblem, DesignMatrix, _grown_gram, independent_columns, newton_columns, start_bias
 from ._warm import PathStore, SearchRows
 from .klr import KernelLogisticRegression, SparseKernelLogisticRegression, _log_proba, auto_lam
@@ -60,6 +63,16 @@ def c_grid(Cs):
         raise ValueError("Cs must hold at least one value of C")
     for c in values:
         check_positive("each value of Cs", float(c))
+    return values
+
+
+def lam_values(lams):
+    """The values of lam of a list ``lams`` (every value a finite number >= 0)."""
+    values = [float(v) for v in np.ravel(np.asarray(lams, dtype=float))]
+    if not values:
+        raise ValueError("lams must hold at least one value of lam")
+    for lam in values:
+        check_positive("each value of lams", lam, allow_zero=True)
     return values
 
 
@@ -124,19 +137,34 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     # the parameters of the model searched that the CV estimator passes on as they are
     _MODEL_PARAMS = ("kernel", "degree", "gamma", "coef0", "bound", "tol", "shrinking", "cache_size",
                      "class_weight", "max_iter", "solver", "n_components", "basis", "random_state")
+    # the search's own parameters, and the model's as the model checks them
+    _parameter_constraints: dict = {
+        "Cs": [NumInterval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "refit": ["boolean"],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+        "time_limit": TIME_LIMIT_CONSTRAINT,
+        **{name: KernelLogisticRegression._parameter_constraints[name] for name in _MODEL_PARAMS},
+    }
 
     def _patience(self):
         """How many values of C past the best the walk fits before it stops (None: every C)."""
         return None
 
     def _check_cv_params(self):
-        Cs = c_grid(self.Cs)
-        check_time_limit(self.time_limit)
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise ValueError(f"refit must be True or False, got {self.refit!r}")
-        if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral) or self.n_jobs == 0):
-            raise ValueError(f"n_jobs must be None or a non-zero integer, got {self.n_jobs!r}")
-        return Cs
+        """Every parameter against its constraints, the rules over several parameters, then the
+        grid of C (its values checked)."""
+        validate_constrained_params(self)
+        self._check_cross_params()
+        return c_grid(self.Cs)
+
+    def _check_cross_params(self):
+        """The rules over several parameters: approximate leave-one-out scores the log-loss only."""
+        if isinstance(self.cv, str) and self.scoring != "neg_log_loss":
+            raise ValueError(f"cv='alo' scores by the log-loss only; got scoring={self.scoring!r} "
+                             "(give cv=None or a number of folds for another score)")
 
     def _grid(self, Cs):
         return {"C": list(Cs)}
@@ -234,16 +262,7 @@ class _BaseKLRCV(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
         for KernelLogisticRegressionCV scored by the log-loss where the estimator takes the exact
         route and the factorisations cost at most ALO_MAX_WORK (a kernel positive semi-definite by
         construction)."""
-        if isinstance(self.cv, str):
-            if self.cv != "alo":
-                raise ValueError(f"cv must be None, 'alo', an int, a cross-validation generator or an iterable, "
-                                 f"got {self.cv!r}")
-            if self._model is not KernelLogisticRegression:
-                raise ValueError("cv='alo' (approximate leave-one-out) is available for KernelLogisticRegressionCV "
-                                 "only; give cv=None or a number of folds")
-            if self.scoring != "neg_log_loss":
-                raise ValueError(f"cv='alo' scores by the log-loss only; got scoring={self.scoring!r} "
-                                 "(give cv=None or a number of folds for another score)")
+        if isinstance(self.cv, str):  # 'alo' (KernelLogisticRegressionCV's constraints; scoring: _check_cross_params)
             return True
         if self.cv is not None or self._model is not KernelLogisticRegression or self.scoring != "neg_log_loss":
             return False
@@ -466,12 +485,14 @@ class KernelLogisticRegressionCV(_BaseKLRCV):
 
     _model = KernelLogisticRegression
 
+    _parameter_constraints: dict = {
+        **_BaseKLRCV._parameter_constraints,
+        "cv": ["cv_object", StrOptions({"alo"})],  # approximate leave-one-out (_ApproxLOOPath)
+        "patience": [None, NumInterval(Integral, 1, None, closed="left")],
+    }
+
     def _patience(self):
-        if self.patience is None:
-            return None
-        if not isinstance(self.patience, numbers.Integral) or isinstance(self.patience, bool) or self.patience < 1:
-            raise ValueError(f"patience must be None or a positive integer, got {self.patience!r}")
-        return int(self.patience)
+        return None if self.patience is None else int(self.patience)
 
     def __init__(self, Cs=6, *, cv=None, scoring="neg_log_loss", patience=1, refit=True, n_jobs=None, verbose=0,
                  time_limit=None, kernel="rbf", degree=3, gamma="scale", coef0=0.0, bound="auto", tol=1e-3,
@@ -557,6 +578,14 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
     """
 
     _model = SparseKernelLogisticRegression
+    _parameter_constraints: dict = {
+        **_BaseKLRCV._parameter_constraints,
+        "lams": [StrOptions({"auto"}), "array-like"],
+        # a share of the training points, or a number of them
+        "max_kept": [None, NumInterval(RealNotInt, 0.0, 1.0, closed="right"), NumInterval(Integral, 1, None,
+                                                                                            closed="left")],
+        "size_tolerance": [NON_NEGATIVE],
+    }
 
     def __init__(self, Cs=6, *, lams="auto", max_kept=0.3, size_tolerance=0.05, cv=None, scoring="neg_log_loss",
                  refit=True, n_jobs=None, verbose=0, time_limit=None, kernel="rbf", degree=3, gamma="scale",
@@ -589,25 +618,12 @@ class SparseKernelLogisticRegressionCV(_BaseKLRCV):
 
     def _check_cv_params(self):
         Cs = super()._check_cv_params()
-        check_positive("size_tolerance", self.size_tolerance, allow_zero=True)
-        m = self.max_kept
-        if m is not None:
-            if isinstance(m, bool) or not isinstance(m, numbers.Real) or not np.isfinite(m) or m <= 0 or (
-                    not isinstance(m, numbers.Integral) and m > 1):
-                raise ValueError(f"max_kept must be None, a share in (0, 1] or a number of points >= 1, got {m!r}")
-        if isinstance(self.lams, str):
-            if self.lams != "auto":
-                raise ValueError(f"lams must be 'auto' or a list of values of lam >= 0, got {self.lams!r}")
-        else:
-            lams = np.asarray(self.lams, dtype=float).ravel()
-            if lams.size == 0:
-                raise ValueError("lams must hold at least one value of lam")
-            for lam in lams:
-                check_positive("each value of lams", float(lam), allow_zero=True)
+        if not isinstance(self.lams, str):
+            lam_values(self.lams)
         return Cs
 
     def _grid(self, Cs):
-        lams = ["auto"] if isinstance(self.lams, str) else [float(v) for v in np.ravel(self.lams)]
+        lams = ["auto"] if isinstance(self.lams, str) else lam_values(self.lams)
         return {"C": list(Cs), "lam": lams}
 
     def _scoring(self):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+from numbers import Integral
 import time
 
 import numpy as np
@@ -26,6 +27,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import RealNotInt, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.random import sample_without_replacement
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -37,6 +39,14 @@ from ._dask_rows import DaskBlocks, checked_dask_matrix, class_codes, dask_clien
 from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import FIXED_BYTES, Budget, nssvc_working_bytes, require, x_bytes
 from ._base import (
+    BUDGET_CONSTRAINT,
+    KERNEL_PARAM_CONSTRAINTS,
+    KERNELS,
+    N_JOBS_CONSTRAINT,
+    POSITIVE,
+    TIME_LIMIT_CONSTRAINT,
+    ConstrainedParamsMixin,
+    NumInterval,
     one_thread,
     STATUS_CONVERGED,
     STATUS_MAX_ITER,
@@ -47,12 +57,9 @@ from ._base import (
     KernelSpec,
     FitMonitor,
     KernelModelMixin,
-    check_time_limit,
     warn_if_stopped_early,
     with_callbacks,
     canonical_csr,
-    check_kernel_params,
-    check_positive,
     core_matrix,
     is_dask_array,
     n_threads,
@@ -520,7 +527,7 @@ class _RowsOf:
 
 
 # ---------------------------------------------------------------------------- the estimator
-class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
+class NSSVC(ConstrainedParamsMixin, CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimator):
     """Sparse SVM classifier by the Newton method of Zhou (NSSVM), linear or with kernels.
 
     Solves model (8): the dual (6) of the SVM (4) with the loss l_cC (5) (C on margin violations,
@@ -682,6 +689,28 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
     True
     """
 
+    _parameter_constraints: dict = {
+        "C": [POSITIVE],
+        "c": [None, POSITIVE],
+        # the cap on the support vectors: a number, or a fraction of the samples
+        "s": [StrOptions({"auto"}), NumInterval(Integral, 1, None, closed="left"),
+              NumInterval(RealNotInt, 0.0, 1.0, closed="right")],
+        "beta": [POSITIVE],
+        "adaptive": [StrOptions({"accuracy"}), "boolean"],
+        "eta": [None, POSITIVE],
+        "tol": [None, POSITIVE],
+        "max_iter": [NumInterval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        **KERNEL_PARAM_CONSTRAINTS,
+        "refit_intercept": ["boolean"],
+        "t0": [StrOptions({"balanced", "stratified"})],
+        "random_state": ["random_state"],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+        "time_limit": TIME_LIMIT_CONSTRAINT,
+        "budget": BUDGET_CONSTRAINT,
+    }
+
     def __init__(self, C=0.25, c=None, s="auto", beta=1.0, adaptive="accuracy", eta=None, tol=None, max_iter=1000,
                  kernel="linear", gamma="scale", coef0=0.0, degree=3, refit_intercept=True, t0="balanced",
                  random_state=None, n_jobs=None, verbose=False, time_limit=None, budget=None):
@@ -706,42 +735,19 @@ class NSSVC(CallbackSupportMixin, KernelModelMixin, ClassifierMixin, BaseEstimat
         self.budget = budget
 
     def _check_params(self):
-        check_positive("C", self.C)
-        c = 0.01 * self.C if self.c is None else self.c
-        check_positive("c", c)
-        if not c < self.C:
-            raise ValueError(f"c must be smaller than C (the Newton method's Hessian needs C > c), got c={c!r}, "
+        """The parameters checked (ConstrainedParamsMixin): (c, the fit's thread count)."""
+        threads = super()._check_params()
+        return float(self._c()), threads
+
+    def _c(self):
+        """c of the Newton method (None: 0.01 C)."""
+        return 0.01 * self.C if self.c is None else self.c
+
+    def _check_cross_params(self):
+        """The rule over several parameters: c < C."""
+        if not self._c() < self.C:
+            raise ValueError(f"c must be smaller than C (the Newton method's Hessian needs C > c), got c={self.c!r}, "
                              f"C={self.C!r}")
-        check_positive("beta", self.beta)
-        if self.eta is not None:
-            check_positive("eta", self.eta)
-        if self.tol is not None:
-            check_positive("tol", self.tol)
-        s = self.s
-        if isinstance(s, str):
-            if s != "auto":
-                raise ValueError(f"s must be 'auto', an integer >= 1 or a fraction in (0, 1], got {s!r}")
-        elif isinstance(s, numbers.Integral) and not isinstance(s, bool):
-            if s < 1:
-                raise ValueError(f"s must be 'auto' or an integer >= 1 (the cap on the support vectors), got {s!r}")
-        elif isinstance(s, numbers.Real) and not isinstance(s, bool):
-            if not (0.0 < s <= 1.0):
-                raise ValueError(f"a float s is a fraction of the samples in (0, 1], got {s!r}")
-        else:
-            raise ValueError(f"s must be 'auto', an integer >= 1 or a fraction in (0, 1], got {s!r}")
-        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if not isinstance(self.adaptive, (bool, np.bool_)) and not (isinstance(self.adaptive, str)
-                                                                    and self.adaptive == "accuracy"):
-            raise ValueError(f"adaptive must be 'accuracy', True or False, got {self.adaptive!r}")
-        if not isinstance(self.refit_intercept, (bool, np.bool_)):
-            raise ValueError(f"refit_intercept must be a bool, got {self.refit_intercept!r}")
-        if self.t0 not in ("balanced", "stratified"):
-            raise ValueError(f"t0 must be 'balanced' or 'stratified', got {self.t0!r}")
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
-        check_time_limit(self.time_limit)
-        parse_budget(self.budget)
-        return float(c), n_threads(self.n_jobs)
 
     def _fit_budget(self, X, n_splits=None):
         """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): the working set

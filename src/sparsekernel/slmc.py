@@ -24,7 +24,7 @@ import math
 import numbers
 import time
 import warnings
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,14 +32,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import RealNotInt, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._budget import calibrate_expansion, parse_budget, prediction_cost
 from ._memory import FIXED_BYTES, MB, Budget, expansion_working_bytes, require, x_bytes
-from ._base import STATUS_CONVERGED, STATUS_MAX_ITER, CallbackSupportMixin, DaskDispatchMixin, Expansion, FitMonitor, \
-    KernelEvaluator, canonical_csr, check_kernel_params, check_positive, check_time_limit, core_matrix, n_threads, \
+from ._base import BUDGET_CONSTRAINT, KERNEL_PARAM_CONSTRAINTS, N_JOBS_CONSTRAINT, NON_NEGATIVE, POSITIVE, \
+    STATUS_CONVERGED, STATUS_MAX_ITER, TIME_LIMIT_CONSTRAINT, CallbackSupportMixin, ConstrainedParamsMixin, \
+    DaskDispatchMixin, Expansion, FitMonitor, KernelEvaluator, NumInterval, canonical_csr, core_matrix, n_threads, \
     one_thread, resolve_gamma, run_parallel, warn_if_stopped_early, with_callbacks
 from ._expansion import WINDOW, ExpansionKernel, InnerSVM, KFDObjective, ReducedSetObjective, SLMCObjective, minimise
 from ._kernel_grad import DIFFERENTIABLE_KERNELS
@@ -135,51 +136,36 @@ def initial_expansion(X, n_z, init, rng):
 
 
 # ---------------------------------------------------------------------- shared estimator machinery
-class _ExpansionClassifier(CallbackSupportMixin, DaskDispatchMixin, ClassifierMixin, BaseEstimator):
+# n_expansion: a number of expansion vectors, or a fraction of the reference SVM's support vectors
+_N_EXPANSION = [NumInterval(Integral, 1, None, closed="left"), NumInterval(RealNotInt, 0.0, 1.0, closed="right")]
+# the parameters of the classifiers that minimise over Z (SLMC, SparseKFD, ReducedSetClassifier)
+_ITERATIONS = {"max_iter": [NumInterval(Integral, 0, None, closed="left")], "tol": [NON_NEGATIVE],
+               "verbose": ["verbose"]}
+# and those of the ones whose XVs are learned from a start (SLMC, SparseKFD)
+_LEARNED = {**_ITERATIONS, "n_expansion": [StrOptions({"auto"}), *_N_EXPANSION], "budget": BUDGET_CONSTRAINT,
+            "init": [StrOptions(set(INITS)), "array-like"], "time_limit": TIME_LIMIT_CONSTRAINT}
+
+
+class _ExpansionClassifier(ConstrainedParamsMixin, CallbackSupportMixin, DaskDispatchMixin, ClassifierMixin,
+                           BaseEstimator):
     """Validation, one-vs-rest problems in threads, the stored model and prediction, shared by every
     classifier of this module. A subclass implements ``_fit_binary``."""
 
     _init_default = "random"
-    _auto_expansion = False  # n_expansion='auto' accepted (SLMC, SparseKFD)
-    # scikit-learn's validation of these at the start of fit (the classes without them skip them)
+    # the parameters every classifier here has (ConstrainedParamsMixin checks them at the start of
+    # fit; no rule involves several); the kernels are those with a gradient (the XVs move along it)
     _parameter_constraints: dict = {
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_expansion": _N_EXPANSION,
+        "C": [POSITIVE],
+        "kernel": [StrOptions(set(DIFFERENTIABLE_KERNELS))],
+        **KERNEL_PARAM_CONSTRAINTS,
+        "inner_tol": [POSITIVE],
+        "cache_size": [POSITIVE],
+        "random_state": ["random_state"],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
     # the L-BFGS stopping rule's look-back in iterations (_expansion.minimise; None: scipy's ftol rule)
     _stop_window = None
-
-    # ------------------------------------------------------------ parameters
-    def _check_params(self):
-        self._validate_params()
-        n = self.n_expansion
-        if isinstance(n, str) and n == "auto" and self._auto_expansion:
-            pass
-        elif isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(n) or (
-                isinstance(n, numbers.Integral) and n < 1) or (not isinstance(n, numbers.Integral) and not 0 < n <= 1):
-            auto = "'auto', " if self._auto_expansion else ""
-            raise ValueError(f"n_expansion must be {auto}an integer >= 1 or a float in (0, 1] (a fraction of the "
-                             f"SVM's support vectors), got {n!r}")
-        parse_budget(getattr(self, "budget", None))
-        check_positive("C", self.C)
-        if self.kernel == "precomputed" or self.kernel not in DIFFERENTIABLE_KERNELS:
-            raise ValueError(f"kernel must be one of {DIFFERENTIABLE_KERNELS} (expansion vectors move along the "
-                             f"kernel's gradient; a precomputed kernel has none), got {self.kernel!r}")
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree)
-        params = self.get_params(deep=False)
-        if "max_iter" in params:
-            v = self.max_iter
-            if isinstance(v, (bool, np.bool_)):  # an Integral to scikit-learn's constraint
-                raise ValueError(f"max_iter must be a non-negative integer, got {v!r}")
-        for name in ("inner_tol", "cache_size"):
-            if name in params:
-                check_positive(name, params[name])
-        check_time_limit(params.get("time_limit"))
-        init = getattr(self, "init", None)
-        if isinstance(init, str) and init not in INITS:
-            raise ValueError(f"init must be one of {INITS} or an array of shape (n_expansion, n_features), "
-                             f"got {init!r}")
-        return n_threads(self.n_jobs)
 
     def _fit_budget(self, X, n_splits=None):
         """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget): cache_size (its
@@ -519,7 +505,7 @@ class SLMC(_ExpansionClassifier):
     """
 
     _stop_window = WINDOW
-    _auto_expansion = True
+    _parameter_constraints: dict = {**_ExpansionClassifier._parameter_constraints, **_LEARNED}
 
     def __init__(self, n_expansion="auto", *, budget=None, C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
                  init="kmeans", max_iter=500, tol=3e-3, inner_tol=1e-3, cache_size=200, random_state=None,
@@ -601,7 +587,7 @@ class SparseKFD(_ExpansionClassifier):
 
     _init_default = "kmeans"
     _stop_window = WINDOW
-    _auto_expansion = True
+    _parameter_constraints: dict = {**_ExpansionClassifier._parameter_constraints, **_LEARNED, "mu": [POSITIVE]}
 
     def __init__(self, n_expansion="auto", *, budget=None, mu=1e-4, C=1.0, kernel="rbf", gamma="scale", coef0=0.0,
                  degree=3, init="kmeans", max_iter=500, tol=5e-3, inner_tol=1e-3, cache_size=200, random_state=None,
@@ -623,10 +609,6 @@ class SparseKFD(_ExpansionClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.time_limit = time_limit
-
-    def _check_params(self):
-        check_positive("mu", self.mu)
-        return super()._check_params()
 
     def _fit_binary(self, X, y, rng, threads, token, progress=None):
         n_sv, Z0, kernel, inner = self._learned_start(X, y, rng, threads, token)
@@ -661,6 +643,10 @@ class ReducedSetClassifier(_ExpansionClassifier):
     inner_tol, cache_size, random_state, verbose : as :class:`SLMC`.
     """ + _FITTED_DOC
 
+    _parameter_constraints: dict = {**_ExpansionClassifier._parameter_constraints, **_ITERATIONS,
+                                    "method": [StrOptions({"rs", "mrs"})],
+                                    "n_init": [NumInterval(Integral, 1, None, closed="left")]}
+
     def __init__(self, n_expansion=0.1, *, method="rs", C=1.0, kernel="rbf", gamma="scale", coef0=0.0, degree=3,
                  n_init=3, max_iter=200, tol=1e-6, inner_tol=1e-3, cache_size=200, random_state=None, n_jobs=None,
                  verbose=False):
@@ -679,13 +665,6 @@ class ReducedSetClassifier(_ExpansionClassifier):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-
-    def _check_params(self):
-        if self.method not in ("rs", "mrs"):
-            raise ValueError(f"method must be 'rs' or 'mrs', got {self.method!r}")
-        if not isinstance(self.n_init, numbers.Integral) or isinstance(self.n_init, bool) or self.n_init < 1:
-            raise ValueError(f"n_init must be a positive integer, got {self.n_init!r}")
-        return super()._check_params()
 
     def _fit_binary(self, X, y, rng, threads, token, progress=None):
         svc = self._reference_svc(X, y, threads)
@@ -746,16 +725,23 @@ class ReducedSVM(_ExpansionClassifier):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    _parameter_constraints: dict = {**_ExpansionClassifier._parameter_constraints,
+                                    "method": [StrOptions({"rsvm", "mrsvm"})], "Cs": [None, "array-like"],
+                                    "cv": [NumInterval(Integral, 2, None, closed="left")]}
+
     def _check_params(self):
-        if self.method not in ("rsvm", "mrsvm"):
-            raise ValueError(f"method must be 'rsvm' or 'mrsvm', got {self.method!r}")
-        if self.Cs is not None:
-            Cs = np.asarray(self.Cs, dtype=np.float64)
-            if Cs.ndim != 1 or len(Cs) == 0 or not np.all(np.isfinite(Cs)) or np.any(Cs <= 0):
-                raise ValueError(f"Cs must be a non-empty sequence of positive floats, got {self.Cs!r}")
-        if not isinstance(self.cv, numbers.Integral) or isinstance(self.cv, bool) or self.cv < 2:
-            raise ValueError(f"cv must be an integer >= 2, got {self.cv!r}")
-        return super()._check_params()
+        threads = super()._check_params()
+        self._Cs()  # (the entries of the array Cs)
+        return threads
+
+    def _Cs(self):
+        """The RSVM's grid of C: Cs, or 10^-2 ... 10^3 for None; a non-empty 1-D array of finite values > 0."""
+        if self.Cs is None:
+            return np.logspace(-2, 3, 6)
+        Cs = np.asarray(self.Cs, dtype=np.float64)
+        if Cs.ndim != 1 or len(Cs) == 0 or not np.all(np.isfinite(Cs)) or np.any(Cs <= 0):
+            raise ValueError(f"Cs must be a non-empty sequence of positive floats, got {self.Cs!r}")
+        return Cs
 
     def _fit_binary(self, X, y, rng, threads, token, progress=None):
         n_sv = int(self._reference_svc(X, y, threads).n_support_.sum()) if self._needs_reference_svc() else None
@@ -767,7 +753,7 @@ class ReducedSVM(_ExpansionClassifier):
             beta, b, C_sel = final.beta, final.b, float(self.C)
         else:
             Psi_T = np.ascontiguousarray(kernel(Z, core_matrix(X)).T)  # rows psi_z(x_i)
-            Cs = np.logspace(-2, 3, 6) if self.Cs is None else np.asarray(self.Cs, dtype=np.float64)
+            Cs = self._Cs()
             n_splits = int(min(self.cv, np.bincount((y > 0).astype(int)).min()))
             linear = SVC(kernel="linear", tol=float(self.inner_tol), cache_size=float(self.cache_size), n_jobs=threads)
             if n_splits >= 2 and len(Cs) > 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 import time
 import warnings
 
@@ -15,7 +15,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _ovr_decision_function
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.validation import (
     _check_y,
     check_consistent_length,
@@ -31,26 +31,30 @@ from ._warm import HeldOutScoring, restore_prefitted
 from ._dask_rows import (check_range_task, checked_dask_matrix, dask_client, engine_rows, in_client, resident_rows,
                          solve_task)
 from ._base import (
+    CLASS_WEIGHT_CONSTRAINT,
+    KERNEL_PARAM_CONSTRAINTS,
+    KERNELS,
+    MAX_ITER_CONSTRAINT,
+    N_JOBS_CONSTRAINT,
+    NON_NEGATIVE,
+    POSITIVE,
+    TIME_LIMIT_CONSTRAINT,
     CallbackSupportMixin,
+    ConstrainedParamsMixin,
     Expansion,
     FitMonitor,
     KernelModelMixin,
-    check_time_limit,
+    NumInterval,
     callable_gram,
     canonical_csr,
     class_labels,
-    check_kernel_params,
-    check_positive,
     core_matrix,
-    init_params,
     is_dask_array,
-    n_threads,
     ovo_pairs,
     per_sample_bounds,
     check_kernel_range,
     resolve_gamma,
     run_parallel,
-    validate_constrained_params,
     warn_if_stopped_early,
     with_callbacks,
 )
@@ -148,10 +152,33 @@ _NONFINITE_MODEL = ("The dual coefficients or intercepts are not finite. The inp
                     "need to be preprocessed.")
 
 
-class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
+# the constraints of the parameters that some formulations have: C > 0 (inf: a hard margin); nu in
+# (0, 1]; the warm starts and the divided solve's early stop of the formulations that take them
+_C = {"C": [NumInterval(Real, 0.0, None, closed="right")]}
+_NU = {"nu": [NumInterval(Real, 0.0, 1.0, closed="right")]}
+_WARM = {"warm_start": ["boolean"], "early_stop_level": [None, NumInterval(Integral, 1, None, closed="left")]}
+
+
+class _BaseSMO(ConstrainedParamsMixin, CallbackSupportMixin, KernelModelMixin, BaseEstimator):
     """What SVC and SVR share: parameter checks, the route, warm starts and the engine calls."""
 
     _solvers = SOLVERS
+
+    # the parameters of every SMO estimator (scikit-learn's BaseLibSVM._parameter_constraints, with
+    # the kernels of the engine, gamma > 0, degree below 2**31, n_jobs not 0, max_iter -1 or > 0);
+    # each formulation adds its own (C, nu, epsilon, probability, ...) and names its solvers
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions(set(KERNELS)), callable],
+        **KERNEL_PARAM_CONSTRAINTS,
+        "tol": [POSITIVE],
+        "shrinking": ["boolean"],
+        "cache_size": [POSITIVE],
+        "verbose": ["verbose"],
+        "max_iter": MAX_ITER_CONSTRAINT,
+        "solver": [StrOptions(set(_solvers))],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "time_limit": TIME_LIMIT_CONSTRAINT,
+    }
 
     # whether a fit may start from a previous solution (a search's or warm_start's): not for the nu
     # formulations, whose start fixes the sums of a that the solve keeps
@@ -167,37 +194,22 @@ class _BaseSMO(CallbackSupportMixin, KernelModelMixin, BaseEstimator):
         """The stated memory budget of a fit on X (sparsekernel._memory.fit_budget)."""
         return smo_budget(self, X, self._budget_x_copies, self._budget_per_sample, n_splits)
 
-    def _check_common_params(self):
-        if "nu" in getattr(self, "_parameter_constraints", {}):
-            validate_constrained_params(self)  # scikit-learn's checks and messages for nu (in (0, 1])
-        if "C" in init_params(type(self)):
-            C = self.C
-            if not isinstance(C, numbers.Real) or isinstance(C, bool) or np.isnan(C) or C <= 0:
-                raise ValueError(f"C must be a number > 0 (inf: a hard margin), got {C!r}")
-        check_positive("tol", self.tol)
-        check_positive("cache_size", self.cache_size)
-        check_kernel_params(self.kernel, self.gamma, self.coef0, self.degree, allow_callable=True)
-        if self.solver not in self._solvers:
-            raise ValueError(f"solver must be one of {self._solvers}, got {self.solver!r}")
+    def _probability_on(self):
+        return getattr(self, "probability", False) is True or getattr(self, "probability", False) is np.True_
+
+    def _check_cross_params(self):
+        """The rules over several parameters: the divided solve's (solver='dc') early stop, and X
+        it needs."""
         early = getattr(self, "early_stop_level", None)
         if early is not None:
-            if not isinstance(early, numbers.Integral) or isinstance(early, bool) or early < 1:
-                raise ValueError(f"early_stop_level must be None or an integer >= 1, got {early!r}")
             if self.solver != "dc":
                 raise ValueError(f"early_stop_level applies to solver='dc' only, got solver={self.solver!r}")
-            if getattr(self, "probability", False) is True:
+            if self._probability_on():
                 raise ValueError("early_stop_level does not combine with probability=True (the clusters' models "
                                  "have no common decision values to calibrate)")
         if self.solver == "dc" and self._kernel_name() == "precomputed":
             raise ValueError("solver='dc' clusters the points in the kernel's feature space: it needs X, not a "
                              "precomputed or callable kernel")
-        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or (
-                self.max_iter < 1 and self.max_iter != -1):
-            raise ValueError(f"max_iter must be a positive integer or -1, got {self.max_iter!r}")
-        if not isinstance(getattr(self, "warm_start", False), (bool, np.bool_)):
-            raise ValueError(f"warm_start must be a bool, got {self.warm_start!r}")
-        check_time_limit(self.time_limit)
-        return n_threads(self.n_jobs)
 
     def _fit_warmth(self, X, y, sample_weight, search_rows):
         """The fit's FitWarmth (``_fit.fit_warmth``); without its warm starts for the formulations
@@ -533,17 +545,19 @@ class _BaseSVC(ClassifierMixin, _BaseSMO):
     prediction. A subclass names its formulation: the bounds C_i (``_bounds``), the dual problem of
     a pair (``_pair_problem``) and the model coefficients of its solution (``_pair_solution``)."""
 
+    _parameter_constraints: dict = {
+        **_BaseSMO._parameter_constraints,
+        "probability": ["boolean", Hidden(StrOptions({"deprecated"}))],
+        "class_weight": CLASS_WEIGHT_CONSTRAINT,
+        "decision_function_shape": [StrOptions({"ovr", "ovo"})],
+        "break_ties": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        threads = self._check_common_params()
-        if self.decision_function_shape not in ("ovr", "ovo"):
-            raise ValueError(f"decision_function_shape must be 'ovr' or 'ovo', got {self.decision_function_shape!r}")
-        q = getattr(self, "working_set_size", None)
-        if q is not None and (not isinstance(q, numbers.Integral) or q < 4):
-            raise ValueError(f"working_set_size must be an integer >= 4 or None, got {q!r}")
+        threads = super()._check_params()
         if self.probability != "deprecated":
-            if not isinstance(self.probability, (bool, np.bool_)):
-                raise ValueError(f"probability must be a bool, got {self.probability!r}")
             name = type(self).__name__
             warnings.warn("The `probability` parameter was deprecated in 1.9 and will be removed in version 1.11. "
                           f"Use `CalibratedClassifierCV({name}(), ensemble=False)` instead of `{name}(probability=True)` "
@@ -931,6 +945,12 @@ class SVC(_BaseSVC):
     """
 
     _auto_divides = True
+    _parameter_constraints: dict = {
+        **_BaseSVC._parameter_constraints,
+        **_C,
+        "working_set_size": [None, NumInterval(Integral, 4, None, closed="left")],
+        **_WARM,
+    }
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1, decision_function_shape="ovr",
@@ -1023,7 +1043,7 @@ class NuSVC(_BaseSVC):
 
     _solvers = NUSVC_SOLVERS
     _warm_starts = False
-    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+    _parameter_constraints: dict = {**_BaseSVC._parameter_constraints, **_NU, "solver": [StrOptions(set(_solvers))]}
 
     def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True,
                  probability="deprecated", tol=1e-3, cache_size=200, class_weight=None, verbose=False, max_iter=-1,
@@ -1083,9 +1103,6 @@ class _BaseSVR(RegressorMixin, _BaseSMO):
 
     _solvers = SVR_SOLVERS
     _budget_per_sample = 512  # (2N variables)
-
-    def _check_params(self):
-        return self._check_common_params()
 
     def _problems(self, y, sample_weight, n):
         """The fit's one dual problem over (a+, a-), and no layout: ([problem], None)."""
@@ -1171,6 +1188,14 @@ class SVR(_BaseSVR):
     (True, True)
     """
 
+    _parameter_constraints: dict = {
+        **_BaseSMO._parameter_constraints,
+        **_C,
+        "epsilon": [NON_NEGATIVE],
+        "solver": [StrOptions(set(SVR_SOLVERS))],
+        **_WARM,
+    }
+
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, C=1.0, epsilon=0.1,
                  shrinking=True, cache_size=200, verbose=False, max_iter=-1, solver="auto", warm_start=False,
                  n_jobs=None, time_limit=None, early_stop_level=None):
@@ -1190,11 +1215,6 @@ class SVR(_BaseSVR):
         self.n_jobs = n_jobs
         self.time_limit = time_limit
         self.early_stop_level = early_stop_level
-
-    def _check_params(self):
-        threads = self._check_common_params()
-        check_positive("epsilon", self.epsilon, allow_zero=True)
-        return threads
 
     def _svr_problem(self, z, Ci):
         """The eps-SVR dual: linear term (eps - z, eps + z), box [0, C_i], a = 0 to start."""
@@ -1251,7 +1271,8 @@ class NuSVR(_BaseSVR):
 
     _solvers = NU_SOLVERS
     _warm_starts = False
-    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+    _parameter_constraints: dict = {**_BaseSMO._parameter_constraints, **_NU, **_C,
+                                    "solver": [StrOptions(set(_solvers))]}
 
     def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, shrinking=True, tol=1e-3,
                  cache_size=200, verbose=False, max_iter=-1, solver="auto", n_jobs=None, time_limit=None):
@@ -1324,7 +1345,7 @@ class OneClassSVM(OutlierMixin, _BaseSMO):
 
     _solvers = ONE_CLASS_SOLVERS
     _warm_starts = False
-    _parameter_constraints: dict = {"nu": [Interval(numbers.Real, 0.0, 1.0, closed="right")]}
+    _parameter_constraints: dict = {**_BaseSMO._parameter_constraints, **_NU, "solver": [StrOptions(set(_solvers))]}
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3, nu=0.5, shrinking=True,
                  cache_size=200, verbose=False, max_iter=-1, solver="auto", n_jobs=None, time_limit=None):
@@ -1350,7 +1371,7 @@ class OneClassSVM(OutlierMixin, _BaseSMO):
         if restore_prefitted(self, X, y, sample_weight, search_rows):  # made on a cluster by a PathSearchCV
             return self
         t0 = time.perf_counter()
-        threads = self._check_common_params()
+        threads = self._check_params()
         X, _, inputs = self._validate_fit_input(X, None, targets=False)  # (no labels to check: 0.3 of 1.5 ms)
         n = X.shape[0]
         w = per_sample_bounds(1.0, np.array([0]), np.zeros(n, dtype=np.intp), None, sample_weight, n)
