@@ -65,6 +65,7 @@ private:
     std::unique_ptr<float[]> take_buffer(int64_t len, int64_t* cap);
     void keep_spare(std::unique_ptr<float[]> data, int64_t cap);
     void make_room(std::size_t floats);  // spares freed, then least recently used rows evicted
+    void copy_head(float* to, const float* from, int64_t len) const;  // in chunks on the team
 
     std::vector<Entry> entries_;
     int64_t head_ = -1, tail_ = -1;  // head = least recently used
