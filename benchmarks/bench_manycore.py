@@ -81,11 +81,11 @@ def load_set(name, data_dir=None):
     return Xtr, ytr, Xte, yte
 
 
-def make_svc(library, n_jobs):
+def make_svc(library, n_jobs, solver="auto"):
     if library == "sparsekernel":
         import sparsekernel as sk
 
-        return sk.SVC(C=C, gamma="scale", cache_size=CACHE_MB, n_jobs=n_jobs)
+        return sk.SVC(C=C, gamma="scale", cache_size=CACHE_MB, n_jobs=n_jobs, solver=solver)
     from sklearnex.svm import SVC
 
     return SVC(C=C, gamma="scale", cache_size=CACHE_MB)
@@ -118,13 +118,15 @@ def team_model(team, t1=None):
             "T_pred": central, "T_pred_high_sync": high}
 
 
-def run_model(store, name, data, repeats):
+def run_model(store, name, data, repeats, solver="auto"):
+    """One set's 1- and 2-thread fits and the model (``solver``: SVC's route, 'auto' its default;
+    another is stored as ``<set>/<solver>``)."""
     Xtr, ytr = data[0], data[1]
     times = {1: [], 2: []}
     teams = []
     for _ in range(repeats):
         for k in (1, 2):
-            model = make_svc("sparsekernel", k)
+            model = make_svc("sparsekernel", k, solver)
             t0 = time.perf_counter()
             model.fit(Xtr, ytr)
             times[k].append(time.perf_counter() - t0)
@@ -138,7 +140,8 @@ def run_model(store, name, data, repeats):
            "times2": times[2], "n_train": int(Xtr.shape[0]), **{k: v for k, v in m.items()},
            "T_pred": {str(k): v for k, v in m["T_pred"].items()},
            "T_pred_high_sync": {str(k): v for k, v in m["T_pred_high_sync"].items()}}
-    store.put(name, {"set": name, "repeats": repeats, "C": C}, out)
+    key = name if solver == "auto" else f"{name}/{solver}"
+    store.put(key, {"set": name, "repeats": repeats, "C": C, **({} if solver == "auto" else {"solver": solver})}, out)
     print(f"{name:>12}: T(1) {out['t1']:.2f} s, T(2) {out['t2']:.2f} s, serial {m['serial_share']:.1%}, "
           f"c(2) {m['c2_us']:.1f} us x {m['loops']} loops; predicted T(1)/T(16) "
           f"{m['T_pred'][1] / m['T_pred'][16]:.1f}", flush=True)
@@ -238,6 +241,7 @@ def main(argv=None):
     parser.add_argument("--data", default=None, help="a folder with the data files (default ../shared/data)")
     parser.add_argument("--out", default=None, help="also copy the tables here (a lent machine's $OUT)")
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--solver", default="auto", help="--model: SVC's route (e.g. batched: the two-level route)")
     parser.add_argument("--note", default=None)
     parser.add_argument("--child", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -252,9 +256,14 @@ def main(argv=None):
             if data is None:
                 print(f"{name}: missing, skipped", flush=True)
                 continue
-            if not store.done(name, {"set": name, "repeats": args.repeats, "C": C}):
-                run_model(store, name, data, args.repeats)
-        report_model(store, MODEL_SETS, args.note)  # (every set stored, measured now or before)
+            key, cfg = name, {"set": name, "repeats": args.repeats, "C": C}
+            if args.solver != "auto":
+                key, cfg = f"{name}/{args.solver}", {**cfg, "solver": args.solver}
+            if not store.done(key, cfg):
+                run_model(store, name, data, args.repeats, args.solver)
+        # every set stored, measured now or before; the other routes' rows after the default's
+        keys = list(MODEL_SETS) + sorted(k for k in store.entries if "/" in k)
+        report_model(store, keys, args.note)
     else:
         sets = args.sets or SWEEP_SETS
         store = Store(None, False, force=args.force)
