@@ -108,7 +108,7 @@ class Partition:
     def descend(self, X, evaluator, parent, level):
         """The clusters at ``level`` of rows of X whose clusters one level up are ``parent``: each
         row goes to the nearest centre among its parent's children."""
-        B, B_core, k = self.sample_X, core_matrix(self.sample_X), self.k
+        B, k = self.sample_X, self.k
         out = np.empty(len(parent), dtype=np.int64)
         for p in np.unique(parent):
             rows = np.flatnonzero(parent == p)
