@@ -223,7 +223,8 @@ def convert_svc(scope, operator, container):
     (svm.SVC.decision_function) and Platt's probabilities (two classes)."""
     model = operator.raw_operator
     g = _Graph(scope, operator, container)
-    dec = _decision(g, operator.inputs[0].full_name, model_expansion(model))  # (n, n_pairs), > 0: first class
+    expansion = model_expansion(model)
+    dec = _decision(g, operator.inputs[0].full_name, expansion)  # (n, n_pairs), > 0: first class
     n_classes = len(model.classes_)
     if n_classes == 2:
         index = _sign_index(g, g.op("LessOrEqual", dec, g.const(0.0)))  # dec <= 0: classes_[1]
@@ -247,13 +248,13 @@ def convert_svc(scope, operator, container):
             index = _argmax(g, votes(g.op("Greater", dec, g.const(0.0))))
         scores = ovr if model.decision_function_shape == "ovr" else dec
     _emit_label(g, operator, index)
-    if _svc_has_proba(model) and not _raw_scores(g, operator):
+    if expansion.platt is not None and not _raw_scores(g, operator):
         if n_classes != 2:
             raise ValueError(f"ONNX export of {type(model).__name__}(probability=True) with more than two classes "
                              "is not supported "
                              "(pairwise coupling solves a linear system per sample); pass raw_scores=True to "
                              "export the decision scores")
-        probA, probB = model_expansion(model).platt
+        probA, probB = expansion.platt
         z = g.op("Add", g.op("Mul", dec, g.const(probA)), g.const(probB))
         r = g.op("Div", g.const(1.0), g.op("Add", g.const(1.0), g.op("Exp", z)))
         r = g.op("Clip", r, g.const(_SVC_PLATT_MIN_PROB), g.const(1.0 - _SVC_PLATT_MIN_PROB))
@@ -327,10 +328,6 @@ def convert_expansion_classifier(scope, operator, container):
 
 
 # ---------------------------------------------------------------------- shapes and registration
-def _svc_has_proba(model):
-    return model_expansion(model).platt is not None
-
-
 def _chooses(model):
     """A cross-validated estimator (it converts as the model it chose)."""
     return any(type(model) is e.cls for e in entries(chooses=True))
